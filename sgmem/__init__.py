@@ -1,0 +1,66 @@
+"""sgmem: long-term memory for LLM agents — sentence-graph retrieval, no LLM needed.
+
+Quickstart::
+
+    import sgmem
+
+    with sgmem.Memory("./memory") as mem:
+        mem.add([{"role": "user", "content": "I adopted a cat named Miso."}],
+                scope="alice", thread="chat-1")
+        print(mem.context("What is my cat called?", scope="alice"))
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .config import MODES, SGMEM_PAPER_LOCOMO, SGMEM_PAPER_LONGMEMEVAL, Config, GraphConfig, HybridConfig, Limits
+from .embed import Embedder, SentenceTransformerEmbedder
+from .errors import (
+    ConfigError,
+    CorruptStoreError,
+    DependencyError,
+    EmbedderMismatchError,
+    InvalidInputError,
+    LimitExceededError,
+    NotFoundError,
+    SchemaVersionError,
+    SgmemError,
+    StoreBusyError,
+    StoreError,
+)
+from .llm import LLM
+from .memory import Memory
+from .types import AddResult, DeleteReceipt, Hit, Message, ScopeStats, Stats
+
+__all__ = [
+    "LLM",
+    "MODES",
+    "SGMEM_PAPER_LOCOMO",
+    "SGMEM_PAPER_LONGMEMEVAL",
+    "AddResult",
+    "Config",
+    "ConfigError",
+    "CorruptStoreError",
+    "DeleteReceipt",
+    "DependencyError",
+    "Embedder",
+    "EmbedderMismatchError",
+    "GraphConfig",
+    "Hit",
+    "HybridConfig",
+    "InvalidInputError",
+    "LimitExceededError",
+    "Limits",
+    "Memory",
+    "Message",
+    "NotFoundError",
+    "SchemaVersionError",
+    "ScopeStats",
+    "SentenceTransformerEmbedder",
+    "SgmemError",
+    "Stats",
+    "StoreBusyError",
+    "StoreError",
+    "__version__",
+]

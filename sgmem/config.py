@@ -1,0 +1,190 @@
+"""Configuration: frozen dataclasses, one per concern, with named presets.
+
+Defaults that come from a paper cite it; choices that are ours are marked
+``[D]`` (as in ALGORITHMS.md) and say how they were chosen. Presets are module
+constants; a call never mutates them — use :func:`dataclasses.replace`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Literal
+
+from .errors import ConfigError
+
+__all__ = [
+    "MODES",
+    "Config",
+    "GraphConfig",
+    "HybridConfig",
+    "Limits",
+    "SGMEM_PAPER_LOCOMO",
+    "SGMEM_PAPER_LONGMEMEVAL",
+]
+
+#: Retrieval modes :meth:`sgmem.Memory.search` accepts.
+MODES = ("hybrid", "vector", "graph", "bm25")
+
+ChunkLevel = Literal["turn", "round", "session"]
+
+
+def _check(cond: bool, name: str, value: object, expected: str) -> None:
+    if not cond:
+        raise ConfigError(f"{name}: received {value!r}, expected {expected}.")
+
+
+@dataclass(frozen=True)
+class GraphConfig:
+    """SGMem sentence-graph retrieval (ALGORITHMS §1, arXiv 2509.21212).
+
+    Defaults follow the paper's LongMemEval row of Table §1.4 (k=3, h=1, n=15,
+    γ=1.0, K=5) except where marked [D].
+
+    Attributes:
+        knn_k: similarity edges per sentence (§1.2 step 4). Each new sentence is
+            linked to its ``knn_k`` most similar *earlier* sentences of the scope
+            and edges are traversed undirected (symmetrised kNN, §1.2 [C]); this
+            is the incremental form of the paper's offline global kNN.
+        knn_min_cosine: [D] minimum cosine for a similarity edge. The paper uses
+            none (0.0 keeps every top-k neighbour).
+        hops: h, the BFS depth over similarity edges (§1.3 step 4); 0 disables.
+        seeds: n, the number of seed sentences (§1.3 step 3).
+        gamma: γ, the seed threshold on ``sim = cos + 1`` ∈ [0, 2] (§1.3 step 3).
+        chunk_level: the chunk granularity K (§1.1): turn, round or session.
+        chunk_score: ``"mean"`` is the paper's eq. in §1.3 step 6. ``"max_plus_rest"``
+            [D] scores ``max + rest_weight · mean(others)``, which ranks a chunk by
+            its best sentence and measured better on LoCoMo.
+        rest_weight: weight of the non-max sentences in ``max_plus_rest``.
+    """
+
+    knn_k: int = 3
+    knn_min_cosine: float = 0.0
+    hops: int = 1
+    seeds: int = 15
+    gamma: float = 1.0
+    chunk_level: ChunkLevel = "turn"
+    chunk_score: Literal["mean", "max_plus_rest"] = "mean"
+    rest_weight: float = 0.1
+
+    def __post_init__(self) -> None:
+        _check(isinstance(self.knn_k, int) and self.knn_k >= 0, "GraphConfig.knn_k", self.knn_k, "an int >= 0")
+        _check(-1.0 <= self.knn_min_cosine <= 1.0, "GraphConfig.knn_min_cosine", self.knn_min_cosine, "a cosine in [-1, 1]")
+        _check(isinstance(self.hops, int) and 0 <= self.hops <= 5, "GraphConfig.hops", self.hops, "an int in 0..5")
+        _check(isinstance(self.seeds, int) and self.seeds >= 1, "GraphConfig.seeds", self.seeds, "an int >= 1")
+        _check(0.0 <= self.gamma <= 2.0, "GraphConfig.gamma", self.gamma, "a value in [0, 2] (sim = cos + 1)")
+        _check(self.chunk_level in ("turn", "round", "session"), "GraphConfig.chunk_level", self.chunk_level, "'turn', 'round' or 'session'")
+        _check(self.chunk_score in ("mean", "max_plus_rest"), "GraphConfig.chunk_score", self.chunk_score, "'mean' or 'max_plus_rest'")
+
+
+#: SGMem's published LoCoMo row (§1.4): k=1, h=1, n=15, γ=1.2, session chunks.
+SGMEM_PAPER_LOCOMO = GraphConfig(knn_k=1, hops=1, seeds=15, gamma=1.2, chunk_level="session")
+#: SGMem's published LongMemEval row (§1.4): k=3, h=1, n=15, γ=1.0, turn chunks.
+SGMEM_PAPER_LONGMEMEVAL = GraphConfig(knn_k=3, hops=1, seeds=15, gamma=1.0, chunk_level="turn")
+
+
+@dataclass(frozen=True)
+class HybridConfig:
+    """[D] The default ``hybrid`` mode: channels fused by a weighted score sum.
+
+    Every channel scores turns. Weights were chosen by measurement on the
+    LoCoMo dev split (``sgmem eval locomo``); the lexical channel is the
+    strongest single signal on conversational recall, the dense channels carry
+    paraphrase, the graph channel (SGMem expansion) adds multi-hop neighbours.
+
+    Attributes:
+        w_sentence: dense sentence channel (speaker-prefixed sentences, turn score
+            = best sentence + ``rest_weight`` · mean of the others).
+        w_turn: dense whole-turn channel.
+        w_lexical: lexical channel — each matched stemmed query word counts once,
+            weighted by its IDF share, with no length normalisation (BM25 with
+            k1 → 0, b = 0); words of the chronological neighbour turns count at
+            ``neighbour_weight``.
+        w_graph: SGMem h-hop expansion channel (GraphConfig's seeds and hops).
+        length_prior: bonus ``length_prior · log(1 + tokens) / log(1 + 64)`` that
+            favours turns with content over one-line acknowledgements.
+        neighbour_weight: weight of a query word found only in the previous or
+            next turn of the thread (SGRM chronological chaining).
+        rest_weight: see ``w_sentence``.
+        pool: candidates taken from each dense channel before fusion.
+    """
+
+    w_sentence: float = 1.0
+    w_turn: float = 0.5
+    w_lexical: float = 0.9
+    w_graph: float = 0.15
+    length_prior: float = 0.05
+    neighbour_weight: float = 0.5
+    rest_weight: float = 0.1
+    pool: int = 200
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            _check(isinstance(v, (int, float)) and v >= 0, f"HybridConfig.{f.name}", v, "a number >= 0")
+        _check(self.pool >= 1, "HybridConfig.pool", self.pool, "an int >= 1")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-call resource bounds; exceeding one raises :class:`LimitExceededError`.
+
+    Attributes:
+        max_message_chars: characters in one message's content.
+        max_messages_per_add: messages in one :meth:`Memory.add` call.
+        max_sentences_per_add: sentences produced by one add.
+        max_query_chars: characters in one query.
+        max_k: largest ``k`` a search accepts.
+        max_name_chars: characters in a scope, thread, speaker name or message id.
+    """
+
+    max_message_chars: int = 200_000
+    max_messages_per_add: int = 10_000
+    max_sentences_per_add: int = 50_000
+    max_query_chars: int = 20_000
+    max_k: int = 1_000
+    max_name_chars: int = 512
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            _check(isinstance(v, int) and v >= 1, f"Limits.{f.name}", v, "an int >= 1")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything :class:`sgmem.Memory` can be tuned with.
+
+    Attributes:
+        default_mode: mode used when ``search(mode=None)``; ``hybrid`` measures
+            best on the LoCoMo dev split.
+        graph: SGMem parameters (used by ``graph`` mode and hybrid's graph channel).
+        hybrid: fusion weights of the default mode.
+        limits: per-call bounds.
+        speaker_prefix: [D] embed sentences as ``"Name: sentence"``; without it,
+            short lines such as "Wow, Caroline!" match every question naming her.
+        embed_batch_size: texts per embedder call inside one add.
+        busy_timeout_s: how long a writer waits for another process's lock
+            before :class:`StoreBusyError`.
+        session_by_day: [D] without an explicit ``session``, a thread's messages
+            are grouped into one session per calendar day (UTC).
+    """
+
+    default_mode: str = "hybrid"
+    graph: GraphConfig = field(default_factory=GraphConfig)
+    hybrid: HybridConfig = field(default_factory=HybridConfig)
+    limits: Limits = field(default_factory=Limits)
+    speaker_prefix: bool = True
+    embed_batch_size: int = 64
+    busy_timeout_s: float = 30.0
+    session_by_day: bool = True
+
+    def __post_init__(self) -> None:
+        _check(self.default_mode in MODES, "Config.default_mode", self.default_mode, f"one of {MODES}")
+        _check(self.embed_batch_size >= 1, "Config.embed_batch_size", self.embed_batch_size, "an int >= 1")
+        _check(self.busy_timeout_s > 0, "Config.busy_timeout_s", self.busy_timeout_s, "a positive number of seconds")
+        for name, typ in (("graph", GraphConfig), ("hybrid", HybridConfig), ("limits", Limits)):
+            _check(isinstance(getattr(self, name), typ), f"Config.{name}", getattr(self, name), f"a {typ.__name__}")
+
+    def with_(self, **changes: object) -> Config:
+        """Return a copy with ``changes`` applied (the preset is left untouched)."""
+        return replace(self, **changes)  # type: ignore[arg-type]

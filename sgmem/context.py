@@ -1,0 +1,86 @@
+"""Budgeted prompt context: retrieved turns, chronological, dated, speaker-labelled.
+
+Turns are taken in rank order while the rendered block still fits; the block
+is then rendered oldest first, one header per session day. The exact tiktoken
+count of the returned string never exceeds the budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from .text.tokens import count_tokens, truncate_to_tokens
+
+__all__ = ["ContextTurn", "render", "fit"]
+
+HEADER = "Relevant memories (oldest first):"
+
+
+@dataclass(frozen=True)
+class ContextTurn:
+    """One turn that may go into a context block."""
+
+    key: int  # message row id, used for ordering and dedup
+    at: datetime
+    thread: str
+    speaker: str
+    text: str
+
+
+def _day(at: datetime) -> str:
+    return at.strftime("%Y-%m-%d (%a)")
+
+
+def render(turns: list[ContextTurn]) -> str:
+    """The block for ``turns``: grouped by day and thread, oldest first."""
+    if not turns:
+        return ""
+    lines = [HEADER]
+    last: tuple[str, str] | None = None
+    for t in sorted(turns, key=lambda t: (t.at, t.key)):
+        group = (_day(t.at), t.thread)
+        if group != last:
+            lines.append(f"[{group[0]} · {t.thread}]")
+            last = group
+        lines.append(f"{t.at.strftime('%H:%M')} {t.speaker}: {t.text}")
+    return "\n".join(lines)
+
+
+def fit(candidates: list[ContextTurn], budget_tokens: int) -> tuple[str, list[ContextTurn]]:
+    """Greedily add candidates (in rank order) while the block fits the budget.
+
+    A candidate that does not fit is skipped, so a later, shorter one can still
+    enter; when nothing fits whole, the best candidate is truncated to fit.
+    """
+    chosen: list[ContextTurn] = []
+    seen: set[int] = set()
+    used = 0
+    for c in candidates:
+        if c.key in seen:
+            continue
+        # cheap lower bound first, exact count only when it may fit
+        approx = used + count_tokens(c.text)
+        if chosen and approx > budget_tokens:
+            continue
+        trial = render(chosen + [c])
+        n = count_tokens(trial)
+        if n <= budget_tokens:
+            chosen.append(c)
+            seen.add(c.key)
+            used = n
+    if not chosen and candidates:
+        best = candidates[0]
+        overhead = count_tokens(render([ContextTurn(best.key, best.at, best.thread, best.speaker, "")]))
+        room = budget_tokens - overhead - 1
+        cut = truncate_to_tokens(best.text, room) if room > 0 else ""
+        if cut:
+            trial = [ContextTurn(best.key, best.at, best.thread, best.speaker, cut)]
+            while cut and count_tokens(render(trial)) > budget_tokens:
+                room -= 1
+                cut = truncate_to_tokens(best.text, room) if room > 0 else ""
+                trial = [ContextTurn(best.key, best.at, best.thread, best.speaker, cut)]
+            if cut:
+                chosen = trial
+    text = render(chosen)
+    return text, chosen

@@ -1,0 +1,49 @@
+"""The Embedder protocol every embedding backend implements."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ..errors import SgmemError
+
+__all__ = ["Embedder", "check_embeddings"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit-normalised float32 vectors.
+
+    Attributes:
+        name: a stable identity recorded in the store (same model → same name,
+            wherever it was loaded from).
+        dim: the vector dimension.
+    """
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts``; return an ``(len(texts), dim)`` float32 array of unit rows."""
+        ...
+
+
+def check_embeddings(embedder: Embedder, texts: Sequence[str], vecs: object) -> np.ndarray:
+    """Validate and L2-normalise what an embedder returned.
+
+    Raises:
+        SgmemError: the embedder returned the wrong shape or non-finite values.
+    """
+    arr = np.asarray(vecs, dtype=np.float32)
+    if arr.ndim != 2 or arr.shape != (len(texts), embedder.dim):
+        raise SgmemError(
+            f"embedder {embedder.name!r} returned an array of shape {arr.shape}, "
+            f"expected ({len(texts)}, {embedder.dim}). Check its dim attribute."
+        )
+    if not np.isfinite(arr).all():
+        raise SgmemError(f"embedder {embedder.name!r} returned NaN or infinite values.")
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(arr / norms, dtype=np.float32)

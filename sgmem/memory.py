@@ -1,0 +1,539 @@
+"""The facade: :class:`Memory` is the one object users and adapters call."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config import Config
+from .context import ContextTurn, fit
+from .embed.base import Embedder, check_embeddings
+from .embed.minilm import default_embedder
+from .errors import InvalidInputError, SgmemError
+from .ingest import embed_texts, knn_edges, prepare, speaker_of
+from .llm import LLM
+from .retrieval.index import ScopeIndex, discard_cache, load_scope_index
+from .retrieval.search import Ranked, Retriever
+from .store.schema import SCHEMA_VERSION
+from .store.sqlite import SQLiteStore
+from .types import AddResult, DeleteReceipt, Hit, Message, Stats
+from .validate import check_int, check_mode, check_name, check_text, check_time, normalise_messages
+
+__all__ = ["Memory"]
+
+
+class Memory:
+    """Long-term memory for LLM agents, embedded, with no server and no LLM needed.
+
+    Args:
+        path: a directory for a durable store, or ``None`` to keep everything in
+            this process's memory (tests, scratch work).
+        embedder: any :class:`sgmem.Embedder`; default all-MiniLM-L6-v2.
+        llm: optional :class:`sgmem.LLM` for LLM-backed features.
+        config: a :class:`sgmem.Config`; default ``Config()``.
+
+    Example:
+        >>> with Memory() as mem:                                    # doctest: +SKIP
+        ...     mem.add([{"role": "user", "content": "I adopted a cat named Miso."}],
+        ...             scope="alice", thread="chat-1")
+        ...     mem.search("What is my cat called?", scope="alice")[0].text
+        'I adopted a cat named Miso.'
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        embedder: Embedder | None = None,
+        llm: LLM | None = None,
+        config: Config | None = None,
+    ) -> None:
+        if config is not None and not isinstance(config, Config):
+            raise InvalidInputError("config", config, "a sgmem.Config or None")
+        if embedder is not None and not all(hasattr(embedder, a) for a in ("embed", "name", "dim")):
+            raise InvalidInputError("embedder", embedder, "an object with embed(texts), name and dim (sgmem.Embedder)")
+        if path is not None and not isinstance(path, (str, Path)):
+            raise InvalidInputError("path", path, "a directory path (str or pathlib.Path) or None")
+        self.config = config or Config()
+        self.embedder: Embedder = embedder or default_embedder()
+        self.llm = llm
+        self.path = Path(path) if path is not None else None
+        self._store = SQLiteStore(self.path, busy_timeout_s=self.config.busy_timeout_s)
+        try:
+            self._store.bind_embedder(self.embedder.name, int(self.embedder.dim))
+        except BaseException:
+            self._store.close()
+            raise
+        self._cache_dir = self.path / "faiss" if self.path is not None else None
+        self._retriever = Retriever(self.config)
+        self._indexes: dict[int, ScopeIndex] = {}
+        self._lock = threading.RLock()
+        self._closed = False
+
+    # ------------------------------------------------------------- lifecycle
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Save index caches and close the store. Safe to call twice."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._cache_dir is not None:
+                for idx in self._indexes.values():
+                    if idx.dirty:
+                        try:
+                            idx.save(self._cache_dir)
+                        except Exception:  # noqa: BLE001 - caches are optional; SQLite holds the truth
+                            pass
+            self._indexes.clear()
+            self._store.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SgmemError("this Memory is closed; create a new sgmem.Memory(path=...) to reopen the store.")
+
+    def __repr__(self) -> str:
+        where = str(self.path) if self.path else "in-memory"
+        return f"Memory({where!r}, embedder={self.embedder.name!r})"
+
+    # ----------------------------------------------------------------- index
+    def _index(self, scope_id: int) -> ScopeIndex:
+        """The scope's in-memory index, rebuilt when SQLite has moved on."""
+        with self._lock:
+            gen = self._store.generation(scope_id)
+            idx = self._indexes.get(scope_id)
+            if idx is None or idx.generation != gen:
+                idx = load_scope_index(self._store, scope_id, int(self.embedder.dim), self._cache_dir)
+                self._indexes[scope_id] = idx
+            return idx
+
+    def _embed_query(self, query: str) -> np.ndarray:
+        vec = check_embeddings(self.embedder, [query], self.embedder.embed([query]))
+        return vec[0]
+
+    # ------------------------------------------------------------------ write
+    def add(
+        self,
+        messages: Sequence[dict[str, Any] | Message] | dict[str, Any] | Message,
+        *,
+        scope: str,
+        thread: str,
+        at: datetime | str | None = None,
+    ) -> AddResult:
+        """Store messages verbatim and index them for retrieval, in one transaction.
+
+        Args:
+            messages: dicts ``{"role", "content"}`` with optional ``"name"``
+                (speaker), ``"id"`` (your id, unique in the scope), ``"at"``
+                (datetime or ISO-8601), ``"session"`` and ``"metadata"``; or
+                :class:`sgmem.Message` objects. One message alone is accepted too.
+            scope: whose memory this is (user, tenant); scopes never mix.
+            thread: the conversation the messages belong to.
+            at: default time for messages without their own (default: now, UTC).
+
+        Returns:
+            AddResult with the stored ids, counts and timings.
+
+        Raises:
+            InvalidInputError: bad messages or arguments; nothing is stored.
+        """
+        self._check_open()
+        t0 = time.perf_counter()
+        limits = self.config.limits
+        scope = check_name(scope, "scope", limits)
+        thread = check_name(thread, "thread", limits)
+        default_at = check_time(at, "at") or datetime.now(timezone.utc)
+        msgs = normalise_messages(messages, default_at, limits)
+        ext_ids = [m["id"] or f"msg_{uuid.uuid4().hex[:20]}" for m in msgs]
+        sessions = [
+            m["session"] or (f"{thread}@{m['at'].astimezone(timezone.utc).date().isoformat()}" if self.config.session_by_day else thread)
+            for m in msgs
+        ]
+        prep = prepare(msgs, self.config, sessions, ext_ids)
+        t_seg = time.perf_counter()
+        texts = prep.turn_texts + prep.sentence_texts
+        with self._lock:
+            sid_known = self._store.scope_id(scope)
+        known = (
+            self._store.vectors_by_hash(sid_known, [s.embed_hash for s in prep.sentences]) if sid_known else {}
+        )
+        vecs, n_embedded = embed_texts(self.embedder, texts, known, self.config.embed_batch_size)
+        for i, m in enumerate(prep.messages):
+            m.vec = vecs[i]
+        for j, s in enumerate(prep.sentences):
+            s.vec = vecs[len(prep.messages) + j]
+        t_emb = time.perf_counter()
+
+        with self._lock:
+            self._check_open()
+            with self._store.write() as conn:
+                scope_id = self._store.scope_id(scope, create=True)
+                assert scope_id is not None
+                dup = self._store.existing_ext_ids(scope_id, [m["id"] for m in msgs if m["id"]])
+                if dup:
+                    raise InvalidInputError(
+                        "messages[].id",
+                        dup[:5],
+                        "ids not already stored in this scope",
+                        "Message ids are unique per scope; omit 'id' to let sgmem generate one.",
+                    )
+                gen_before = self._store.generation(scope_id)
+                idx = self._indexes.get(scope_id)
+                if idx is None or idx.generation != gen_before:
+                    idx = load_scope_index(self._store, scope_id, int(self.embedder.dim), self._cache_dir)
+                new_sent_vecs = (
+                    np.stack([s.vec for s in prep.sentences]).astype(np.float32)
+                    if prep.sentences
+                    else np.zeros((0, idx.dim), dtype=np.float32)
+                )
+                g = self.config.graph
+                pairs = knn_edges(idx, new_sent_vecs, g.knn_k, g.knn_min_cosine)
+                t_graph = time.perf_counter()
+                # placement: rounds open at user turns; other turns join the open round
+                last = self._store.last_in_thread(scope_id, thread)
+                prev_id, prev_session, open_round = (last[0], last[2], last[3]) if last else (None, None, None)
+                session_counts: dict[str, int] = {}
+                msg_ids: list[int] = []
+                rounds: list[int] = []
+                turn_edges: list[tuple[int, int]] = []
+                for m in prep.messages:
+                    if m.session not in session_counts:
+                        session_counts[m.session] = self._store.session_size(scope_id, m.session)
+                    if m.session != prev_session:
+                        open_round = None
+                    rid = None if (m.role == "user" or open_round is None) else open_round
+                    mid = self._store.insert_message(scope_id, thread, m, rid, session_counts[m.session])
+                    session_counts[m.session] += 1
+                    open_round = mid if rid is None else rid
+                    prev_session = m.session
+                    if prev_id is not None:
+                        turn_edges.append((prev_id, mid))
+                    prev_id = mid
+                    msg_ids.append(mid)
+                    rounds.append(open_round)
+                sent_ids = self._store.insert_sentences(scope_id, [(msg_ids[s.msg], s) for s in prep.sentences])
+                sedges = [
+                    (sent_ids[i], sent_ids[-t - 1] if t < 0 else idx.sent_ids[t], w) for i, t, w in pairs
+                ]
+                n_sedges = self._store.insert_sentence_edges(scope_id, sedges)
+                n_tedges = self._store.insert_turn_edges(scope_id, turn_edges)
+                gen_after = self._store.bump_generation(scope_id)
+            # committed: extend the cache in place (or drop it if someone else wrote meanwhile)
+            if gen_after == gen_before + 1:
+                for m, mid, rid in zip(prep.messages, msg_ids, rounds):
+                    idx.append_turn(
+                        mid,
+                        m.ext_id,
+                        thread,
+                        m.session,
+                        rid,
+                        m.at.timestamp(),
+                        m.tokens,
+                        m.name or m.role,
+                        frozenset(m.terms.split()),
+                        m.vec,
+                    )
+                idx.append_sentences(
+                    [(sid, msg_ids[s.msg], s.idx, s.text) for sid, s in zip(sent_ids, prep.sentences)],
+                    new_sent_vecs,
+                )
+                for a, b, _ in sedges:
+                    idx.add_sentence_edge(a, b)
+                for a, b in turn_edges:
+                    idx.add_turn_edge(a, b)
+                idx.generation = gen_after
+                idx.dirty = self._cache_dir is not None
+                self._indexes[scope_id] = idx
+            else:
+                self._indexes.pop(scope_id, None)
+        t_end = time.perf_counter()
+        return AddResult(
+            message_ids=tuple(ext_ids),
+            messages=len(msg_ids),
+            sentences=len(sent_ids),
+            edges=n_sedges + n_tedges,
+            embedded=n_embedded,
+            timings_ms={
+                "segment": (t_seg - t0) * 1e3,
+                "embed": (t_emb - t_seg) * 1e3,
+                "graph": (t_graph - t_emb) * 1e3,
+                "store": (t_end - t_graph) * 1e3,
+                "total": (t_end - t0) * 1e3,
+            },
+        )
+
+    # ------------------------------------------------------------------- read
+    def _allowed(
+        self, idx: ScopeIndex, threads: Iterable[str] | None, since: datetime | None, until: datetime | None
+    ) -> np.ndarray | None:
+        if threads is None and since is None and until is None:
+            return None
+        mask = np.ones(idx.n_turns, dtype=bool)
+        if threads is not None:
+            mask &= np.isin(idx.array("threads"), list(threads))
+        ts = idx.array("at_ts")
+        if since is not None:
+            mask &= ts >= since.timestamp()
+        if until is not None:
+            mask &= ts <= until.timestamp()
+        return mask
+
+    def _check_threads(self, threads: Any) -> list[str] | None:
+        if threads is None:
+            return None
+        if isinstance(threads, str) or not isinstance(threads, Iterable):
+            raise InvalidInputError("threads", threads, "a list of thread names or None")
+        return [check_name(t, "threads[]", self.config.limits) for t in threads]
+
+    def _ranked(
+        self,
+        query: str,
+        scope: str,
+        k: int,
+        mode: str | None,
+        threads: Any,
+        since: Any,
+        until: Any,
+    ) -> tuple[list[Ranked], ScopeIndex | None]:
+        self._check_open()
+        limits = self.config.limits
+        query = check_text(query, "query", limits.max_query_chars, "max_query_chars")
+        scope = check_name(scope, "scope", limits)
+        k = check_int(k, "k", 1, limits.max_k)
+        mode = check_mode(mode) or self.config.default_mode
+        thread_list = self._check_threads(threads)
+        since_dt, until_dt = check_time(since, "since"), check_time(until, "until")
+        with self._lock:
+            scope_id = self._store.scope_id(scope)
+        if scope_id is None:
+            return [], None
+        q = self._embed_query(query)
+        with self._lock:
+            idx = self._index(scope_id)
+            allowed = self._allowed(idx, thread_list, since_dt, until_dt)
+            ranked = self._retriever.search(idx, mode, q, query, k, allowed, lambda rows: self._turn_texts(idx, rows))
+        return ranked, idx
+
+    def _turn_texts(self, idx: ScopeIndex, rows: list[int]) -> list[str]:
+        details = self._details([idx.msg_ids[r] for r in rows])
+        return [f"{d['speaker']}: {d['content']}" for d in (details[idx.msg_ids[r]] for r in rows)]
+
+    def _details(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        out: dict[int, dict[str, Any]] = {}
+        conn = self._store.conn
+        with self._lock:
+            for i in range(0, len(ids), 500):
+                chunk = list(ids[i : i + 500])
+                marks = ",".join("?" * len(chunk))
+                for r in conn.execute(
+                    f"SELECT id, ext_id, thread, role, name, content, at FROM messages WHERE id IN ({marks})", chunk
+                ):
+                    out[int(r[0])] = {
+                        "ext_id": r[1],
+                        "thread": r[2],
+                        "speaker": r[4] or r[3],
+                        "content": r[5],
+                        "at": datetime.fromisoformat(r[6]),
+                    }
+        return out
+
+    def search(
+        self,
+        query: str,
+        *,
+        scope: str,
+        k: int = 10,
+        mode: str | None = None,
+        threads: Iterable[str] | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+    ) -> list[Hit]:
+        """Find the memories of ``scope`` most relevant to ``query``.
+
+        Args:
+            query: what to look for (a question, a topic, the user's message).
+            scope: whose memories to search; other scopes are never read.
+            k: how many hits to return.
+            mode: ``"hybrid"`` (default), ``"vector"``, ``"graph"`` (SGMem) or
+                ``"bm25"``; see :class:`sgmem.Config`.
+            threads: only these threads.
+            since, until: only messages said in this time window (inclusive).
+
+        Returns:
+            Hits, best first; empty when the scope holds nothing that matches.
+        """
+        ranked, idx = self._ranked(query, scope, k, mode, threads, since, until)
+        if idx is None or not ranked:
+            return []
+        details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
+        hits = []
+        for rk in ranked:
+            ds = [details[idx.msg_ids[r]] for r in rk.rows if idx.msg_ids[r] in details]
+            if not ds:
+                continue
+            text = ds[0]["content"] if len(ds) == 1 else "\n".join(f"{d['speaker']}: {d['content']}" for d in ds)
+            hits.append(
+                Hit(
+                    text=text,
+                    score=rk.score,
+                    kind=rk.kind,
+                    message_ids=tuple(d["ext_id"] for d in ds),
+                    thread=ds[0]["thread"],
+                    at=ds[0]["at"],
+                    why=rk.why,
+                    speaker=ds[0]["speaker"],
+                )
+            )
+        return hits
+
+    def context(self, query: str, *, scope: str, budget_tokens: int = 2000, mode: str | None = None) -> str:
+        """A prompt block of the memories relevant to ``query``, within a token budget.
+
+        The block is chronological, dated and speaker-labelled; its exact
+        tiktoken (cl100k_base) count never exceeds ``budget_tokens``. An empty
+        string means nothing relevant was found (or nothing fits).
+        """
+        budget_tokens = check_int(budget_tokens, "budget_tokens", 1)
+        k = min(self.config.limits.max_k, max(10, budget_tokens // 12))
+        ranked, idx = self._ranked(query, scope, k, mode, None, None, None)
+        if idx is None or not ranked:
+            return ""
+        order: list[int] = []
+        for rk in ranked:
+            for r in rk.rows:
+                mid = idx.msg_ids[r]
+                if mid not in order:
+                    order.append(mid)
+        details = self._details(order)
+        cands = [
+            ContextTurn(mid, details[mid]["at"], details[mid]["thread"], details[mid]["speaker"], details[mid]["content"])
+            for mid in order
+            if mid in details
+        ]
+        text, _ = fit(cands, budget_tokens)
+        return text
+
+    def messages(self, *, scope: str, thread: str | None = None, limit: int | None = None) -> list[Message]:
+        """Exact replay of what was added to ``scope`` (or one thread), in order.
+
+        With ``limit``, the most recent ``limit`` messages, oldest first.
+        """
+        self._check_open()
+        scope = check_name(scope, "scope", self.config.limits)
+        if thread is not None:
+            thread = check_name(thread, "thread", self.config.limits)
+        if limit is not None:
+            limit = check_int(limit, "limit", 1)
+        with self._lock:
+            scope_id = self._store.scope_id(scope)
+            if scope_id is None:
+                return []
+            return self._store.messages(scope_id, thread, limit)
+
+    def threads(self, *, scope: str) -> list[str]:
+        """The threads of ``scope``, in order of their first message."""
+        self._check_open()
+        scope = check_name(scope, "scope", self.config.limits)
+        with self._lock:
+            scope_id = self._store.scope_id(scope)
+            return self._store.threads(scope_id) if scope_id is not None else []
+
+    def scopes(self) -> list[str]:
+        """Every scope that holds messages."""
+        self._check_open()
+        with self._lock:
+            return self._store.scope_names()
+
+    # ----------------------------------------------------------------- delete
+    def delete(
+        self, *, scope: str, thread: str | None = None, message_ids: Sequence[str] | None = None
+    ) -> DeleteReceipt:
+        """Delete a scope, a thread or given messages, with everything derived.
+
+        Sentences, similarity and chronological edges, vectors and index caches
+        go with the messages. Other scopes are never touched.
+
+        Returns:
+            A receipt counting what was removed (all zero if nothing matched).
+        """
+        self._check_open()
+        scope = check_name(scope, "scope", self.config.limits)
+        if thread is not None:
+            thread = check_name(thread, "thread", self.config.limits)
+        ids: list[str] | None = None
+        if message_ids is not None:
+            if isinstance(message_ids, str) or not isinstance(message_ids, Iterable):
+                raise InvalidInputError("message_ids", message_ids, "a list of message ids")
+            ids = [check_name(m, "message_ids[]", self.config.limits) for m in message_ids]
+        with self._lock:
+            scope_id = self._store.scope_id(scope)
+            if scope_id is None:
+                return DeleteReceipt()
+            with self._store.write():
+                counts = self._store.delete(scope_id, thread, ids)
+                if counts["messages"]:
+                    self._store.bump_generation(scope_id)
+            if counts["messages"]:
+                self._indexes.pop(scope_id, None)
+                discard_cache(self._cache_dir, scope_id)
+        return DeleteReceipt(**counts)
+
+    # ------------------------------------------------------------------ stats
+    def stats(self, scope: str | None = None) -> Stats:
+        """Counts per scope (or for one scope) plus the store's identity."""
+        self._check_open()
+        with self._lock, self._store.read():
+            if scope is not None:
+                scope = check_name(scope, "scope", self.config.limits)
+                sid = self._store.scope_id(scope)
+                names = [(sid, scope)] if sid is not None else []
+            else:
+                names = [(self._store.scope_id(n), n) for n in self._store.scope_names()]
+            scopes = tuple(self._store.scope_stats(sid, n) for sid, n in names if sid is not None)
+        return Stats(
+            path=str(self.path) if self.path else None,
+            schema_version=SCHEMA_VERSION,
+            embedder=self.embedder.name,
+            dim=int(self.embedder.dim),
+            scopes=scopes,
+        )
+
+    # ------------------------------------------------------------------ async
+    async def aadd(self, messages: Any, *, scope: str, thread: str, at: datetime | str | None = None) -> AddResult:
+        """Async :meth:`add`; runs in a worker thread, never blocking the loop."""
+        return await asyncio.to_thread(self.add, messages, scope=scope, thread=thread, at=at)
+
+    async def asearch(self, query: str, *, scope: str, k: int = 10, mode: str | None = None, **filters: Any) -> list[Hit]:
+        """Async :meth:`search`."""
+        return await asyncio.to_thread(lambda: self.search(query, scope=scope, k=k, mode=mode, **filters))
+
+    async def acontext(self, query: str, *, scope: str, budget_tokens: int = 2000, mode: str | None = None) -> str:
+        """Async :meth:`context`."""
+        return await asyncio.to_thread(self.context, query, scope=scope, budget_tokens=budget_tokens, mode=mode)
+
+    async def amessages(self, *, scope: str, thread: str | None = None, limit: int | None = None) -> list[Message]:
+        """Async :meth:`messages`."""
+        return await asyncio.to_thread(self.messages, scope=scope, thread=thread, limit=limit)
+
+    async def adelete(
+        self, *, scope: str, thread: str | None = None, message_ids: Sequence[str] | None = None
+    ) -> DeleteReceipt:
+        """Async :meth:`delete`."""
+        return await asyncio.to_thread(self.delete, scope=scope, thread=thread, message_ids=message_ids)
+
+    async def astats(self, scope: str | None = None) -> Stats:
+        """Async :meth:`stats`."""
+        return await asyncio.to_thread(self.stats, scope)

@@ -1,0 +1,121 @@
+"""SGMem sentence-graph retrieval (ALGORITHMS §1.3, arXiv 2509.21212).
+
+Given the cosine of the query to every sentence of a scope:
+1. ``sim = cos + ε`` with ε = 1, so sim ∈ [0, 2]                      (§1.3 step 1)
+2. seeds ``C_q`` = the top-n sentences with ``sim ≥ γ``               (§1.3 step 3)
+3. ``C* = C_q ∪ N_h(C_q)`` by BFS over similarity edges, undirected   (§1.3 step 4)
+4. each sentence of C* maps to its parent chunk (turn/round/session)   (§1.3 step 5)
+5. ``score(k) = (1/|C_k|) Σ_{c ∈ C_k} sim(q, c)``                      (§1.3 step 6)
+6. the top-K chunks                                                    (§1.3 step 7)
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..config import GraphConfig
+from .index import ScopeIndex
+
+__all__ = ["Expansion", "chunk_key", "expand", "rank_chunks"]
+
+EPSILON = 1.0  # §1.3 step 1: sim = cos + ε
+
+
+@dataclass
+class Expansion:
+    """The sentences C* reached from the seeds, with how each was reached."""
+
+    rows: list[int] = field(default_factory=list)
+    hop: dict[int, int] = field(default_factory=dict)
+    origin: dict[int, int] = field(default_factory=dict)  # sentence row -> seed row
+    seeds: list[int] = field(default_factory=list)
+
+
+def expand(idx: ScopeIndex, sim: np.ndarray, cfg: GraphConfig, allowed: np.ndarray | None) -> Expansion:
+    """Seeds (top-n with sim ≥ γ) plus everything within h hops of them.
+
+    Args:
+        sim: ``cos + 1`` for every sentence row.
+        allowed: boolean mask over sentence rows (time/thread filters), or None.
+    """
+    out = Expansion()
+    if sim.size == 0:
+        return out
+    cand = sim.copy()
+    if allowed is not None:
+        cand[~allowed] = -np.inf
+    n = min(cfg.seeds, cand.size)
+    top = np.argpartition(-cand, n - 1)[:n] if n < cand.size else np.arange(cand.size)
+    top = top[np.argsort(-cand[top], kind="stable")]
+    seeds = [int(r) for r in top if cand[r] >= cfg.gamma and np.isfinite(cand[r])]
+    out.seeds = seeds
+    queue: deque[int] = deque()
+    for r in seeds:
+        out.hop[r] = 0
+        out.origin[r] = r
+        out.rows.append(r)
+        queue.append(r)
+    # BFS over similarity edges only; membership edges are used for mapping (§1.3 step 4 [C])
+    while queue:
+        r = queue.popleft()
+        h = out.hop[r]
+        if h >= cfg.hops:
+            continue
+        for nb in idx.adjacency[r]:
+            if nb in out.hop or (allowed is not None and not allowed[nb]):
+                continue
+            out.hop[nb] = h + 1
+            out.origin[nb] = out.origin[r]
+            out.rows.append(nb)
+            queue.append(nb)
+    return out
+
+
+def chunk_key(idx: ScopeIndex, msg_row: int, level: str) -> object:
+    """The chunk a turn belongs to at ``level``."""
+    if level == "turn":
+        return msg_row
+    if level == "round":
+        return ("r", idx.round_ids[msg_row])
+    return ("s", idx.threads[msg_row], idx.sessions[msg_row])
+
+
+def chunk_rows(idx: ScopeIndex, key: object, level: str) -> list[int]:
+    """Turn rows of a chunk, in conversation order."""
+    if level == "turn":
+        return [int(key)]  # type: ignore[call-overload]
+    if level == "round":
+        rid = key[1]  # type: ignore[index]
+        return [int(r) for r in np.flatnonzero(idx.array("round_ids") == rid)]
+    _, thread, session = key  # type: ignore[misc]
+    sessions = idx.array("sessions")
+    threads = idx.array("threads")
+    return [int(r) for r in np.flatnonzero((sessions == session) & (threads == thread))]
+
+
+def rank_chunks(
+    idx: ScopeIndex, sim: np.ndarray, exp: Expansion, level: str, score: str, rest_weight: float
+) -> list[tuple[object, float, list[int]]]:
+    """Chunks touched by C*, best first: ``(key, score, sentence rows)``.
+
+    ``score="mean"`` is §1.3 step 6; ``"max_plus_rest"`` [D] is
+    ``max + rest_weight · mean(others)``.
+    """
+    members: dict[object, list[int]] = {}
+    for r in exp.rows:
+        members.setdefault(chunk_key(idx, idx.sent_msg[r], level), []).append(r)
+    ranked = []
+    for key, rows in members.items():
+        vals = sim[rows]
+        if score == "mean":
+            s = float(vals.mean())
+        else:
+            best = float(vals.max())
+            rest = (float(vals.sum()) - best) / (len(vals) - 1) if len(vals) > 1 else 0.0
+            s = best + rest_weight * rest
+        ranked.append((key, s, rows))
+    ranked.sort(key=lambda t: -t[1])
+    return ranked

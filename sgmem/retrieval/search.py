@@ -1,0 +1,285 @@
+"""Retrieval modes over one scope's index: vector, graph, bm25 and hybrid.
+
+Each mode returns :class:`Ranked` results (turn rows plus a score and a
+``why``); the facade turns them into :class:`sgmem.Hit` with texts from SQLite.
+Everything is vectorised over the scope's turns and sentences with numpy, so a
+query costs a few matrix-vector products whatever the mode.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..config import Config
+from ..text.lexical import analyze
+from .graph import EPSILON, chunk_rows, expand, rank_chunks
+from .index import ScopeIndex
+
+__all__ = ["Ranked", "Retriever"]
+
+
+@dataclass
+class Ranked:
+    """One result before texts are attached."""
+
+    kind: str
+    rows: list[int]
+    score: float
+    why: dict[str, Any] = field(default_factory=dict)
+
+
+def _top(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest finite scores, best first (ties by row order)."""
+    finite = np.flatnonzero(np.isfinite(scores))
+    if finite.size == 0:
+        return finite
+    if finite.size > k:
+        part = np.argpartition(-scores[finite], k - 1)[:k]
+        finite = finite[part]
+    order = np.lexsort((finite, -scores[finite]))
+    return finite[order]
+
+
+class Retriever:
+    """Runs the retrieval modes for a :class:`sgmem.Memory`."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._bm25: dict[tuple[int, int], Any] = {}
+        self._bm25_lock = threading.Lock()
+
+    # -------------------------------------------------------------- channels
+    @staticmethod
+    def sentence_cosines(idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
+        vecs = idx.sentence_vectors()
+        return vecs @ q if len(vecs) else np.zeros(0, dtype=np.float32)
+
+    @staticmethod
+    def turn_cosines(idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
+        vecs = idx.turn_vectors()
+        return vecs @ q if len(vecs) else np.zeros(0, dtype=np.float32)
+
+    @staticmethod
+    def per_turn_sentence_scores(idx: ScopeIndex, cos: np.ndarray, rest_weight: float) -> tuple[np.ndarray, np.ndarray]:
+        """Best sentence cosine per turn plus ``rest_weight`` × mean of the others.
+
+        Returns (scores, best sentence row per turn; -1 where a turn has none).
+        """
+        n = idx.n_turns
+        best = np.full(n, -np.inf, dtype=np.float64)
+        if cos.size == 0:
+            return best, np.full(n, -1)
+        owner = idx.array("sent_msg")
+        np.maximum.at(best, owner, cos)
+        total = np.zeros(n)
+        np.add.at(total, owner, cos)
+        count = np.bincount(owner, minlength=n)
+        rest = np.where(count > 1, (total - np.where(np.isfinite(best), best, 0)) / np.maximum(count - 1, 1), 0.0)
+        score = best + rest_weight * rest
+        # best sentence row per turn: the last row per owner whose cos equals the max
+        best_row = np.full(n, -1)
+        hit = cos >= best[owner] - 1e-12
+        best_row[owner[hit]] = np.flatnonzero(hit)
+        return score, best_row
+
+    @staticmethod
+    def lexical_scores(idx: ScopeIndex, terms: list[str], neighbour_weight: float) -> tuple[np.ndarray, float]:
+        """The lexical channel: each matched query term counts once, IDF-weighted.
+
+        A term found only in the previous or next turn of the thread counts at
+        ``neighbour_weight`` (SGRM chronological chaining). No length
+        normalisation (BM25 with k1 → 0, b = 0). Scores are divided by the
+        query's total IDF, so they lie in [0, 1].
+        """
+        n = idx.n_turns
+        out = np.zeros(n)
+        if not terms or n == 0:
+            return out, 0.0
+        prev = idx.array("prev_row")
+        nxt = idx.array("next_row")
+        total = 0.0
+        for t in dict.fromkeys(terms):
+            w = idx.idf(t)
+            total += w
+            rows = idx.postings.get(t)
+            if not rows:
+                continue
+            here = np.zeros(n, dtype=bool)
+            here[rows] = True
+            near = np.zeros(n, dtype=bool)
+            p = prev[rows]
+            near[p[p >= 0]] = True
+            nx = nxt[rows]
+            near[nx[nx >= 0]] = True
+            out += w * np.where(here, 1.0, np.where(near, neighbour_weight, 0.0))
+        return (out / total if total > 0 else out), total
+
+    # ----------------------------------------------------------------- modes
+    def search(
+        self,
+        idx: ScopeIndex,
+        mode: str,
+        q: np.ndarray,
+        query: str,
+        k: int,
+        allowed: np.ndarray | None,
+        texts: Callable[[list[int]], list[str]],
+    ) -> list[Ranked]:
+        """Rank the scope for ``query`` (embedded as ``q``) in ``mode``.
+
+        Args:
+            allowed: boolean mask over turn rows (filters), or None for all.
+            texts: loads turn texts by row (used by the BM25 mode's index).
+        """
+        if idx.n_turns == 0:
+            return []
+        if mode == "vector":
+            return self._vector(idx, q, k, allowed)
+        if mode == "graph":
+            return self._graph(idx, q, k, allowed)
+        if mode == "bm25":
+            return self._bm25_mode(idx, query, k, allowed, texts)
+        return self._hybrid(idx, q, query, k, allowed)
+
+    def _vector(self, idx: ScopeIndex, q: np.ndarray, k: int, allowed: np.ndarray | None) -> list[Ranked]:
+        cos = self.sentence_cosines(idx, q)
+        best, best_row = self.per_turn_sentence_scores(idx, cos, 0.0)
+        if allowed is not None:
+            best[~allowed] = -np.inf
+        out = []
+        for r in _top(best, k):
+            s = int(best_row[r])
+            out.append(
+                Ranked(
+                    "turn",
+                    [int(r)],
+                    float(best[r]),
+                    {"mode": "vector", "sentence": idx.sent_text[s] if s >= 0 else None, "cosine": float(best[r])},
+                )
+            )
+        return out
+
+    def _graph(self, idx: ScopeIndex, q: np.ndarray, k: int, allowed: np.ndarray | None) -> list[Ranked]:
+        g = self.config.graph
+        sim = self.sentence_cosines(idx, q).astype(np.float64) + EPSILON
+        sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None and sim.size else None
+        exp = expand(idx, sim, g, sent_allowed)
+        ranked = rank_chunks(idx, sim, exp, g.chunk_level, g.chunk_score, g.rest_weight)[:k]
+        out = []
+        for key, score, srows in ranked:
+            rows = chunk_rows(idx, key, g.chunk_level)
+            if allowed is not None:
+                rows = [r for r in rows if allowed[r]]
+            srows_sorted = sorted(srows, key=lambda r: (exp.hop[r], -sim[r]))
+            why = {
+                "mode": "graph",
+                "chunk_level": g.chunk_level,
+                "sentences": [
+                    {
+                        "sentence": idx.sent_text[r],
+                        "sim": round(float(sim[r]), 4),
+                        "hop": exp.hop[r],
+                        **({"via_seed": idx.sent_text[exp.origin[r]]} if exp.hop[r] else {}),
+                    }
+                    for r in srows_sorted[:5]
+                ],
+                "seed_count": sum(1 for r in srows if exp.hop[r] == 0),
+                "expanded_count": sum(1 for r in srows if exp.hop[r] > 0),
+            }
+            out.append(Ranked(g.chunk_level, rows, float(score), why))
+        return out
+
+    def _bm25_index(self, idx: ScopeIndex, texts: Callable[[list[int]], list[str]]) -> Any:
+        key = (idx.scope_id, idx.generation, idx.n_turns)  # type: ignore[assignment]
+        with self._bm25_lock:
+            hit = self._bm25.get(key[:2])  # type: ignore[index]
+            if hit is not None and hit[0] == idx.n_turns:
+                return hit[1]
+            import bm25s
+
+            corpus = [analyze(t) or [""] for t in texts(list(range(idx.n_turns)))]
+            model = bm25s.BM25()  # Lucene BM25, k1 = 1.5, b = 0.75
+            model.index(corpus, show_progress=False)
+            self._bm25 = {key[:2]: (idx.n_turns, model)}  # type: ignore[index]
+            return model
+
+    def _bm25_mode(
+        self,
+        idx: ScopeIndex,
+        query: str,
+        k: int,
+        allowed: np.ndarray | None,
+        texts: Callable[[list[int]], list[str]],
+    ) -> list[Ranked]:
+        model = self._bm25_index(idx, texts)
+        terms = [t for t in dict.fromkeys(analyze(query)) if t in model.vocab_dict]
+        if not terms:
+            return []
+        scores = np.asarray(model.get_scores(terms), dtype=np.float64)
+        scores[scores <= 0] = -np.inf
+        if allowed is not None:
+            scores[~allowed] = -np.inf
+        return [
+            Ranked(
+                "turn",
+                [int(r)],
+                float(scores[r]),
+                {"mode": "bm25", "bm25": float(scores[r]), "matched": sorted(set(terms) & idx.terms[r])},
+            )
+            for r in _top(scores, k)
+        ]
+
+    def _hybrid(
+        self, idx: ScopeIndex, q: np.ndarray, query: str, k: int, allowed: np.ndarray | None
+    ) -> list[Ranked]:
+        h = self.config.hybrid
+        cos = self.sentence_cosines(idx, q)
+        s_sent, best_row = self.per_turn_sentence_scores(idx, cos, h.rest_weight)
+        s_sent = np.where(np.isfinite(s_sent), s_sent, 0.0)
+        s_turn = self.turn_cosines(idx, q).astype(np.float64)
+        terms = analyze(query)
+        s_lex, _ = self.lexical_scores(idx, terms, h.neighbour_weight)
+        # graph channel: SGMem seeds + h-hop expansion, mean sim of C* per turn, minus ε
+        s_graph = np.zeros(idx.n_turns)
+        hop_of: dict[int, tuple[int, int]] = {}
+        if h.w_graph > 0 and cos.size:
+            sim = cos.astype(np.float64) + EPSILON
+            sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None else None
+            exp = expand(idx, sim, self.config.graph, sent_allowed)
+            for key, score, srows in rank_chunks(idx, sim, exp, "turn", "mean", 0.0):
+                s_graph[int(key)] = score - EPSILON  # type: ignore[call-overload]
+                r0 = min(srows, key=lambda r: exp.hop[r])
+                hop_of[int(key)] = (exp.hop[r0], exp.origin[r0])  # type: ignore[call-overload]
+        tokens = idx.array("tokens").astype(np.float64)
+        prior = h.length_prior * np.log1p(tokens) / math.log1p(64)
+        total = h.w_sentence * s_sent + h.w_turn * s_turn + h.w_lexical * s_lex + h.w_graph * s_graph + prior
+        if allowed is not None:
+            total[~allowed] = -np.inf
+        qset = set(terms)
+        out = []
+        for r in _top(total, k):
+            r = int(r)
+            s = int(best_row[r])
+            why: dict[str, Any] = {
+                "mode": "hybrid",
+                "channels": {
+                    "sentence": round(float(s_sent[r]), 4),
+                    "turn": round(float(s_turn[r]), 4),
+                    "lexical": round(float(s_lex[r]), 4),
+                    "graph": round(float(s_graph[r]), 4),
+                    "length_prior": round(float(prior[r]), 4),
+                },
+                "sentence": idx.sent_text[s] if s >= 0 else None,
+                "matched": sorted(qset & idx.terms[r]),
+            }
+            if r in hop_of:
+                hop, origin = hop_of[r]
+                why["graph"] = {"hop": hop, **({"via_seed": idx.sent_text[origin]} if hop else {})}
+            out.append(Ranked("turn", [r], float(total[r]), why))
+        return out

@@ -1,0 +1,531 @@
+"""The embedded store: SQLite in WAL mode is the system of record.
+
+One connection per :class:`SQLiteStore`, shared by the threads of one
+``Memory`` under a re-entrant lock; other processes coordinate through
+SQLite's own locking. Writes run in ``BEGIN IMMEDIATE`` transactions so a
+writer takes the lock up front, and "database is locked" is retried with
+backoff up to ``busy_timeout_s`` before :class:`StoreBusyError` is raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from ..errors import (
+    CorruptStoreError,
+    EmbedderMismatchError,
+    NotFoundError,
+    SchemaVersionError,
+    StoreBusyError,
+    StoreError,
+)
+from ..types import Message, ScopeStats
+from .schema import MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["DB_FILENAME", "MessageRow", "SQLiteStore", "SentenceRow"]
+
+DB_FILENAME = "sgmem.db"
+
+
+@dataclass
+class MessageRow:
+    """A message ready to be inserted (placement already computed)."""
+
+    ext_id: str
+    role: str
+    name: str | None
+    content: str
+    at: datetime
+    session: str
+    tokens: int
+    terms: str
+    metadata: dict[str, Any]
+    vec: np.ndarray
+
+
+@dataclass
+class SentenceRow:
+    """A sentence ready to be inserted; ``msg`` indexes the add's messages."""
+
+    msg: int
+    idx: int
+    start: int
+    end: int
+    text: str
+    embed_hash: str
+    vec: np.ndarray
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a migration script into statements (executescript would commit)."""
+    buf = ""
+    for line in script.splitlines():
+        if line.strip().startswith("--"):
+            continue
+        buf += line + "\n"
+        if sqlite3.complete_statement(buf):
+            yield buf
+            buf = ""
+    if buf.strip():
+        yield buf
+
+
+def _is_locked(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+class SQLiteStore:
+    """Records, vectors and edges of every scope in one SQLite database.
+
+    Args:
+        path: a directory (created with user-only permissions) or ``None`` for
+            a private in-memory database.
+        busy_timeout_s: how long to wait for another writer's lock.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None, *, busy_timeout_s: float = 30.0) -> None:
+        self.dir: Path | None = None
+        self._busy_timeout_s = busy_timeout_s
+        self._lock = threading.RLock()
+        if path is None:
+            target = ":memory:"
+        else:
+            self.dir = Path(path)
+            if self.dir.exists() and not self.dir.is_dir():
+                raise StoreError(
+                    f"path {str(self.dir)!r} is a file; sgmem.Memory(path=...) expects a directory "
+                    f"(the database is {DB_FILENAME} inside it)."
+                )
+            self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with contextlib.suppress(OSError):
+                os.chmod(self.dir, 0o700)
+            target = str(self.dir / DB_FILENAME)
+        try:
+            self.conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False, timeout=busy_timeout_s)
+            if self.dir is not None:
+                with contextlib.suppress(OSError):
+                    os.chmod(target, 0o600)
+            self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            if self.dir is not None:
+                mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":  # pragma: no cover - filesystem without WAL support
+                    raise StoreError(f"could not put {target!r} in WAL mode (got {mode!r})")
+                self.conn.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and not _is_locked(exc):
+                raise
+            if _is_locked(exc):
+                raise StoreBusyError(f"store {target!r} stayed locked for {busy_timeout_s}s while opening") from exc
+            raise CorruptStoreError(
+                f"store {target!r} is not a readable sgmem database ({exc}). It was left untouched: "
+                "restore it from a backup or move it away to start a new store."
+            ) from exc
+
+    # ------------------------------------------------------------------ setup
+    def _migrate(self) -> None:
+        with self.write():
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+            )
+            done = {r[0] for r in self.conn.execute("SELECT name FROM migrations")}
+            known = {name for name, _ in MIGRATIONS}
+            unknown = done - known
+            if unknown:
+                raise SchemaVersionError(
+                    f"this store was written by a newer sgmem (migrations {sorted(unknown)} are unknown to "
+                    f"sgmem {__version__}, schema {SCHEMA_VERSION}). Upgrade sgmem to open it."
+                )
+            for name, sql in MIGRATIONS:
+                if name in done:
+                    continue
+                for statement in _statements(sql):
+                    self.conn.execute(statement)
+                self.conn.execute(
+                    "INSERT INTO migrations (name, applied_at) VALUES (?, ?)",
+                    (name, datetime.now(timezone.utc).isoformat()),
+                )
+            self.conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (str(SCHEMA_VERSION),),
+            )
+            self.conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('library_version', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (__version__,),
+            )
+
+    def bind_embedder(self, name: str, dim: int) -> None:
+        """Record the embedder on first use; refuse a different one afterwards."""
+        with self.write():
+            meta = dict(self.conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dim')").fetchall())
+            if not meta:
+                self.conn.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?)", [("embedder", name), ("dim", str(dim))]
+                )
+                return
+        if meta.get("embedder") != name or int(meta.get("dim", -1)) != dim:
+            raise EmbedderMismatchError(
+                f"this store was built with embedder {meta.get('embedder')!r} (dim {meta.get('dim')}), "
+                f"but {name!r} (dim {dim}) was given. Open it with the same embedder, or use a new path."
+            )
+
+    def meta(self, key: str) -> str | None:
+        """A value from the meta table."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    # ------------------------------------------------------------ transactions
+    @contextlib.contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``), retried while locked.
+
+        Everything inside commits together or not at all.
+        """
+        with self._lock:
+            deadline = time.monotonic() + self._busy_timeout_s
+            delay = 0.01
+            while True:
+                try:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                    break
+                except sqlite3.OperationalError as exc:
+                    if not _is_locked(exc) or time.monotonic() >= deadline:
+                        if _is_locked(exc):
+                            raise StoreBusyError(
+                                f"the store stayed locked by another writer for {self._busy_timeout_s}s; "
+                                "retry later or raise Config(busy_timeout_s=...)."
+                            ) from exc
+                        raise
+                    time.sleep(delay * (1 + random.random()))
+                    delay = min(delay * 2, 0.5)
+            try:
+                yield self.conn
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
+                raise
+            else:
+                try:
+                    self.conn.execute("COMMIT")
+                except sqlite3.OperationalError as exc:
+                    with contextlib.suppress(sqlite3.Error):
+                        self.conn.execute("ROLLBACK")
+                    if _is_locked(exc):
+                        raise StoreBusyError("the store stayed locked while committing; nothing was stored") from exc
+                    raise
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A consistent read snapshot (one deferred transaction)."""
+        with self._lock:
+            if self.conn.in_transaction:  # already inside write(): same snapshot
+                yield self.conn
+                return
+            self.conn.execute("BEGIN")
+            try:
+                yield self.conn
+            finally:
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.close()
+
+    # ------------------------------------------------------------------ scopes
+    def scope_id(self, name: str, *, create: bool = False) -> int | None:
+        """The scope's row id; created inside the current transaction if asked."""
+        row = self.conn.execute("SELECT id FROM scopes WHERE name = ?", (name,)).fetchone()
+        if row:
+            return int(row[0])
+        if not create:
+            return None
+        cur = self.conn.execute("INSERT INTO scopes (name) VALUES (?)", (name,))
+        return int(cur.lastrowid)  # type: ignore[arg-type]
+
+    def generation(self, scope_id: int) -> int:
+        """How many changes the scope has seen (caches compare against it)."""
+        row = self.conn.execute("SELECT generation FROM scopes WHERE id = ?", (scope_id,)).fetchone()
+        return int(row[0]) if row else -1
+
+    def bump_generation(self, scope_id: int) -> int:
+        """Mark the scope changed; return the new generation."""
+        self.conn.execute("UPDATE scopes SET generation = generation + 1 WHERE id = ?", (scope_id,))
+        return self.generation(scope_id)
+
+    def scope_names(self) -> list[str]:
+        """Every scope that holds at least one message."""
+        rows = self.conn.execute(
+            "SELECT name FROM scopes s WHERE EXISTS (SELECT 1 FROM messages m WHERE m.scope_id = s.id) ORDER BY name"
+        )
+        return [r[0] for r in rows]
+
+    # -------------------------------------------------------------- messages
+    def existing_ext_ids(self, scope_id: int, ext_ids: Sequence[str]) -> list[str]:
+        """The caller ids among ``ext_ids`` already stored in the scope."""
+        found: list[str] = []
+        for i in range(0, len(ext_ids), 500):
+            chunk = list(ext_ids[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            found += [
+                r[0]
+                for r in self.conn.execute(
+                    f"SELECT ext_id FROM messages WHERE scope_id = ? AND ext_id IN ({marks})", (scope_id, *chunk)
+                )
+            ]
+        return found
+
+    def last_in_thread(self, scope_id: int, thread: str) -> tuple[int, str, str, int, int] | None:
+        """(id, role, session, round_id, turn_idx) of the thread's latest message."""
+        row = self.conn.execute(
+            "SELECT id, role, session, round_id, turn_idx FROM messages WHERE scope_id = ? AND thread = ? "
+            "ORDER BY id DESC LIMIT 1",
+            (scope_id, thread),
+        ).fetchone()
+        return (int(row[0]), row[1], row[2], int(row[3]), int(row[4])) if row else None
+
+    def session_size(self, scope_id: int, session: str) -> int:
+        """Messages already in a session."""
+        return int(
+            self.conn.execute(
+                "SELECT COUNT(*) FROM messages WHERE scope_id = ? AND session = ?", (scope_id, session)
+            ).fetchone()[0]
+        )
+
+    def vectors_by_hash(self, scope_id: int, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored sentence vectors of the scope keyed by embedded-text hash."""
+        out: dict[str, np.ndarray] = {}
+        for i in range(0, len(hashes), 500):
+            chunk = list(hashes[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            for h, blob in self.conn.execute(
+                f"SELECT embed_hash, vec FROM sentences WHERE scope_id = ? AND embed_hash IN ({marks})",
+                (scope_id, *chunk),
+            ):
+                out.setdefault(h, np.frombuffer(blob, dtype=np.float32))
+        return out
+
+    def insert_message(self, scope_id: int, thread: str, m: MessageRow, round_id: int | None, turn_idx: int) -> int:
+        """Insert one message; a ``None`` round opens a round at this message."""
+        cur = self.conn.execute(
+            "INSERT INTO messages (scope_id, thread, ext_id, role, name, content, at, at_ts, session, round_id, "
+            "turn_idx, tokens, terms, metadata, vec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                scope_id,
+                thread,
+                m.ext_id,
+                m.role,
+                m.name,
+                m.content,
+                m.at.isoformat(),
+                m.at.timestamp(),
+                m.session,
+                round_id if round_id is not None else 0,
+                turn_idx,
+                m.tokens,
+                m.terms,
+                json.dumps(m.metadata, ensure_ascii=False, allow_nan=False),
+                np.ascontiguousarray(m.vec, dtype=np.float32).tobytes(),
+            ),
+        )
+        mid = int(cur.lastrowid)  # type: ignore[arg-type]
+        if round_id is None:
+            self.conn.execute("UPDATE messages SET round_id = id WHERE id = ?", (mid,))
+        return mid
+
+    def insert_sentences(self, scope_id: int, rows: Sequence[tuple[int, SentenceRow]]) -> list[int]:
+        """Insert sentences ``(message_id, row)``; return their ids in order."""
+        ids = []
+        for mid, s in rows:
+            cur = self.conn.execute(
+                "INSERT INTO sentences (scope_id, message_id, idx, start, end, text, embed_hash, vec) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (scope_id, mid, s.idx, s.start, s.end, s.text, s.embed_hash, s.vec.astype(np.float32).tobytes()),
+            )
+            ids.append(int(cur.lastrowid))  # type: ignore[arg-type]
+        return ids
+
+    def insert_sentence_edges(self, scope_id: int, edges: Sequence[tuple[int, int, float]]) -> int:
+        """Insert similarity edges; return how many were new."""
+        before = self.conn.total_changes
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO sentence_edges (scope_id, src, dst, weight) VALUES (?, ?, ?, ?)",
+            [(scope_id, a, b, w) for a, b, w in edges],
+        )
+        return self.conn.total_changes - before
+
+    def insert_turn_edges(self, scope_id: int, edges: Sequence[tuple[int, int]]) -> int:
+        """Insert chronological edges; return how many were new."""
+        before = self.conn.total_changes
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO turn_edges (scope_id, src, dst) VALUES (?, ?, ?)",
+            [(scope_id, a, b) for a, b in edges],
+        )
+        return self.conn.total_changes - before
+
+    def messages(self, scope_id: int, thread: str | None, limit: int | None) -> list[Message]:
+        """Messages of a scope (or one thread) in the order they were added.
+
+        With ``limit``, the most recent ``limit`` messages, still oldest first.
+        """
+        sql = "SELECT ext_id, role, name, content, at, thread, session, metadata FROM messages WHERE scope_id = ?"
+        args: list[Any] = [scope_id]
+        if thread is not None:
+            sql += " AND thread = ?"
+            args.append(thread)
+        if limit is not None:
+            sql = (
+                "SELECT ext_id, role, name, content, at, thread, session, metadata FROM messages "
+                f"WHERE id IN (SELECT id FROM messages WHERE scope_id = ?{' AND thread = ?' if thread is not None else ''} "
+                "ORDER BY id DESC LIMIT ?) ORDER BY id"
+            )
+            args.append(limit)
+        else:
+            sql += " ORDER BY id"
+        return [
+            Message(
+                role=r[1],
+                content=r[3],
+                name=r[2],
+                id=r[0],
+                at=datetime.fromisoformat(r[4]),
+                thread=r[5],
+                session=r[6],
+                metadata=json.loads(r[7]),
+            )
+            for r in self.conn.execute(sql, args)
+        ]
+
+    def threads(self, scope_id: int) -> list[str]:
+        """Threads of a scope, in order of first message."""
+        rows = self.conn.execute(
+            "SELECT thread FROM messages WHERE scope_id = ? GROUP BY thread ORDER BY MIN(id)", (scope_id,)
+        )
+        return [r[0] for r in rows]
+
+    # ---------------------------------------------------------------- delete
+    def delete(self, scope_id: int, thread: str | None, ext_ids: Sequence[str] | None) -> dict[str, Any]:
+        """Delete messages and everything derived from them; return counts.
+
+        Must run inside :meth:`write`. Chronological edges are re-linked over
+        the gap so each thread stays one chain.
+        """
+        where = "scope_id = ?"
+        args: list[Any] = [scope_id]
+        if thread is not None:
+            where += " AND thread = ?"
+            args.append(thread)
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _del (id INTEGER PRIMARY KEY)")
+        self.conn.execute("DELETE FROM _del")
+        if ext_ids is not None:
+            for i in range(0, len(ext_ids), 500):
+                chunk = list(ext_ids[i : i + 500])
+                marks = ",".join("?" * len(chunk))
+                self.conn.execute(
+                    f"INSERT OR IGNORE INTO _del SELECT id FROM messages WHERE {where} AND ext_id IN ({marks})",
+                    (*args, *chunk),
+                )
+        else:
+            self.conn.execute(f"INSERT INTO _del SELECT id FROM messages WHERE {where}", args)
+        n_msg = self.conn.execute("SELECT COUNT(*) FROM _del").fetchone()[0]
+        if not n_msg:
+            return {"messages": 0, "sentences": 0, "edges": 0, "vectors": 0, "threads": ()}
+        threads = tuple(
+            r[0]
+            for r in self.conn.execute(
+                "SELECT DISTINCT thread FROM messages WHERE id IN (SELECT id FROM _del) ORDER BY thread"
+            )
+        )
+        n_sent = self.conn.execute(
+            "SELECT COUNT(*) FROM sentences WHERE message_id IN (SELECT id FROM _del)"
+        ).fetchone()[0]
+        n_sedges = self.conn.execute(
+            "SELECT COUNT(*) FROM sentence_edges WHERE src IN (SELECT s.id FROM sentences s JOIN _del d "
+            "ON s.message_id = d.id) OR dst IN (SELECT s.id FROM sentences s JOIN _del d ON s.message_id = d.id)"
+        ).fetchone()[0]
+        n_tedges = self.conn.execute(
+            "SELECT COUNT(*) FROM turn_edges WHERE src IN (SELECT id FROM _del) OR dst IN (SELECT id FROM _del)"
+        ).fetchone()[0]
+        # bridge the chronological chain over deleted turns: prev -> next
+        bridges = self.conn.execute(
+            """
+            WITH RECURSIVE walk(start, cur) AS (
+                SELECT e.src, e.dst FROM turn_edges e
+                 WHERE e.scope_id = ? AND e.src NOT IN (SELECT id FROM _del) AND e.dst IN (SELECT id FROM _del)
+                UNION
+                SELECT w.start, e.dst FROM walk w JOIN turn_edges e ON e.src = w.cur
+                 WHERE w.cur IN (SELECT id FROM _del)
+            )
+            SELECT start, cur FROM walk WHERE cur NOT IN (SELECT id FROM _del)
+            """,
+            (scope_id,),
+        ).fetchall()
+        self.conn.execute(
+            "DELETE FROM sentence_edges WHERE src IN (SELECT s.id FROM sentences s JOIN _del d ON s.message_id = d.id)"
+        )
+        self.conn.execute(
+            "DELETE FROM sentence_edges WHERE dst IN (SELECT s.id FROM sentences s JOIN _del d ON s.message_id = d.id)"
+        )
+        self.conn.execute("DELETE FROM sentences WHERE message_id IN (SELECT id FROM _del)")
+        self.conn.execute("DELETE FROM turn_edges WHERE src IN (SELECT id FROM _del) OR dst IN (SELECT id FROM _del)")
+        self.conn.execute("DELETE FROM messages WHERE id IN (SELECT id FROM _del)")
+        self.insert_turn_edges(scope_id, [(int(a), int(b)) for a, b in bridges])
+        self.conn.execute("DELETE FROM _del")
+        return {
+            "messages": int(n_msg),
+            "sentences": int(n_sent),
+            "edges": int(n_sedges + n_tedges),
+            # one vector per turn and per sentence
+            "vectors": int(n_msg + n_sent),
+            "threads": threads,
+        }
+
+    # ----------------------------------------------------------------- stats
+    def scope_stats(self, scope_id: int, name: str) -> ScopeStats:
+        """Counts for one scope."""
+        q = self.conn.execute
+        threads, sessions, messages, tokens = q(
+            "SELECT COUNT(DISTINCT thread), COUNT(DISTINCT session), COUNT(*), COALESCE(SUM(tokens), 0) "
+            "FROM messages WHERE scope_id = ?",
+            (scope_id,),
+        ).fetchone()
+        sentences = q("SELECT COUNT(*) FROM sentences WHERE scope_id = ?", (scope_id,)).fetchone()[0]
+        sedges = q("SELECT COUNT(*) FROM sentence_edges WHERE scope_id = ?", (scope_id,)).fetchone()[0]
+        tedges = q("SELECT COUNT(*) FROM turn_edges WHERE scope_id = ?", (scope_id,)).fetchone()[0]
+        return ScopeStats(
+            scope=name,
+            threads=int(threads),
+            sessions=int(sessions),
+            messages=int(messages),
+            sentences=int(sentences),
+            similarity_edges=int(sedges),
+            chronological_edges=int(tedges),
+            tokens=int(tokens),
+        )
+
+    def require_scope(self, name: str) -> int:
+        """The scope's id, or :class:`NotFoundError`."""
+        sid = self.scope_id(name)
+        if sid is None:
+            raise NotFoundError(f"scope {name!r} holds no memories; add messages to it first.")
+        return sid

@@ -1,0 +1,76 @@
+"""Lexical analysis shared by the BM25 and lexical channels.
+
+Lower-cased word tokens, English stopwords removed (the list bm25s ships,
+plus chat fillers), Snowball-stemmed with PyStemmer. No downloaded data.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+__all__ = ["STOPWORDS", "analyze", "stem_terms", "tokenize"]
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+
+# Function words and conversational fillers: they match every turn and carry
+# no evidence. Question words are included because questions always have them.
+_EXTRA_STOPWORDS = """
+a about above after again against all am an and any are aren't as at be because been before being
+below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down
+during each few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here
+here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself
+let's me more most mustn't my myself no nor not of off on once only or other ought our ours ourselves
+out over own same shan't she she'd she'll she's should shouldn't so some such than that that's the their
+theirs them themselves then there there's these they they'd they'll they're they've this those through
+to too under until up very was wasn't we we'd we'll we're we've were weren't what what's when when's
+where where's which while who who's whom why why's will with won't would wouldn't you you'd you'll
+you're you've your yours yourself yourselves yeah yes oh ok okay hey hi hello wow thanks thank really
+just also got get gets lot lots thing things much many like s t d ll re ve m
+"""
+
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    words = set(_EXTRA_STOPWORDS.split())
+    try:
+        from bm25s.stopwords import STOPWORDS_EN
+
+        words.update(STOPWORDS_EN)
+    except ImportError:  # pragma: no cover - bm25s is a core dependency
+        pass
+    return frozenset(words)
+
+
+STOPWORDS = _stopwords()
+
+
+@lru_cache(maxsize=1)
+def _stemmer():  # type: ignore[no-untyped-def]
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens (letters and digits; apostrophes kept inside)."""
+    return [m.group(0).replace("’", "'") for m in _WORD.finditer(text.lower())]
+
+
+def stem_terms(words: list[str]) -> list[str]:
+    """Stem words with the Snowball English stemmer."""
+    return list(_stemmer().stemWords(words))
+
+
+def analyze(text: str) -> list[str]:
+    """Content terms of ``text``: tokenised, stopwords dropped, stemmed.
+
+    Possessives are reduced ("Caroline's" → "carolin").
+    """
+    words = []
+    for w in tokenize(text):
+        if w.endswith("'s"):
+            w = w[:-2]
+        if w and w not in STOPWORDS:
+            words.append(w)
+    return stem_terms(words)

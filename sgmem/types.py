@@ -1,0 +1,148 @@
+"""Public value types: what goes into and comes out of :class:`sgmem.Memory`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+__all__ = ["AddResult", "DeleteReceipt", "Hit", "Message", "ScopeStats", "Stats"]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message, as added and as replayed.
+
+    Attributes:
+        role: ``"user"``, ``"assistant"``, ``"system"`` or ``"tool"``.
+        content: the text, stored verbatim.
+        name: the speaker's name, if any (used to label context and embeddings).
+        id: the caller's id (e.g. LoCoMo's ``"D3:7"``) or one sgmem generated.
+        at: when it was said (timezone-aware; naive input is taken as UTC).
+        thread: the thread it belongs to (filled on replay).
+        session: the session it was grouped into (filled on replay).
+        metadata: JSON-serialisable extras, replayed exactly (adapters keep
+            framework fields here, e.g. LangChain's ``additional_kwargs``).
+    """
+
+    role: str
+    content: str
+    name: str | None = None
+    id: str | None = None
+    at: datetime | None = None
+    thread: str | None = None
+    session: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The message as a plain dict (``at`` as ISO-8601)."""
+        return {
+            "role": self.role,
+            "content": self.content,
+            "name": self.name,
+            "id": self.id,
+            "at": self.at.isoformat() if self.at else None,
+            "thread": self.thread,
+            "session": self.session,
+            "metadata": dict(self.metadata),
+        }
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved memory.
+
+    Attributes:
+        text: the memory's text (a turn, a chunk of turns, a sentence…),
+            speaker-labelled when it spans several messages.
+        score: the mode's relevance score (higher is better; comparable within
+            one result list only).
+        kind: ``"turn"``, ``"round"``, ``"session"`` or ``"sentence"``.
+        message_ids: ids of the source messages, in conversation order.
+        thread: the thread of the (first) source message.
+        at: time of the (first) source message.
+        why: how it was found — the mode, the channel scores, the seed sentence
+            and hop count for graph expansion, matched words for lexical hits.
+        speaker: speaker name or role of the (first) source message.
+    """
+
+    text: str
+    score: float
+    kind: str
+    message_ids: tuple[str, ...]
+    thread: str
+    at: datetime
+    why: dict[str, Any] = field(default_factory=dict)
+    speaker: str | None = None
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What one :meth:`sgmem.Memory.add` stored.
+
+    Attributes:
+        message_ids: ids of the stored messages, in order.
+        messages, sentences: how many of each were stored.
+        edges: similarity plus chronological edges created.
+        embedded: texts sent to the embedder (identical texts are embedded once).
+        timings_ms: milliseconds per stage (``segment``, ``embed``, ``graph``,
+            ``store``, ``total``).
+    """
+
+    message_ids: tuple[str, ...]
+    messages: int
+    sentences: int
+    edges: int
+    embedded: int
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DeleteReceipt:
+    """What one :meth:`sgmem.Memory.delete` removed (counts per record kind)."""
+
+    messages: int = 0
+    sentences: int = 0
+    edges: int = 0
+    vectors: int = 0
+    threads: tuple[str, ...] = ()
+
+    @property
+    def total(self) -> int:
+        """All records removed."""
+        return self.messages + self.sentences + self.edges + self.vectors
+
+
+@dataclass(frozen=True)
+class ScopeStats:
+    """Counts for one scope."""
+
+    scope: str
+    threads: int
+    sessions: int
+    messages: int
+    sentences: int
+    similarity_edges: int
+    chronological_edges: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Counts for a store (or one scope of it) plus its identity."""
+
+    path: str | None
+    schema_version: int
+    embedder: str
+    dim: int
+    scopes: tuple[ScopeStats, ...]
+
+    @property
+    def messages(self) -> int:
+        """Messages over the scopes reported."""
+        return sum(s.messages for s in self.scopes)
+
+    @property
+    def sentences(self) -> int:
+        """Sentences over the scopes reported."""
+        return sum(s.sentences for s in self.scopes)

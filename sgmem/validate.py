@@ -1,0 +1,193 @@
+"""Input validation for the public API: every check raises a clear SgmemError.
+
+Validation runs before anything is written, so a failing call stores nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from .config import MODES, Limits
+from .errors import InvalidInputError, LimitExceededError
+from .types import Message
+
+__all__ = [
+    "ROLES",
+    "check_int",
+    "check_mode",
+    "check_name",
+    "check_text",
+    "check_time",
+    "normalise_messages",
+]
+
+#: Roles a message may have; LangChain "human"/"ai" are mapped by the adapters.
+ROLES = ("user", "assistant", "system", "tool")
+_MESSAGE_KEYS = {"role", "content", "name", "id", "at", "session", "metadata"}
+
+
+def _encodable(value: str, field: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            field,
+            value,
+            "text that is valid Unicode",
+            f"It contains a lone surrogate at position {exc.start}; decode the source text correctly.",
+        ) from None
+
+
+def check_name(value: Any, field: str, limits: Limits) -> str:
+    """A scope, thread or id: a non-empty string, stored verbatim."""
+    if not isinstance(value, str):
+        raise InvalidInputError(field, value, "a non-empty string")
+    if not value.strip():
+        raise InvalidInputError(field, value, "a non-empty string", f"Pass a name, e.g. {field}='user-42'.")
+    if len(value) > limits.max_name_chars:
+        raise LimitExceededError(field, len(value), limits.max_name_chars, "characters", "max_name_chars")
+    if "\x00" in value:
+        raise InvalidInputError(field, value, "a string without NUL characters")
+    _encodable(value, field)
+    return value
+
+
+def check_text(value: Any, field: str, max_chars: int, setting: str) -> str:
+    """Message content or a query: a non-blank string within the size limit."""
+    if not isinstance(value, str):
+        raise InvalidInputError(field, value, "a string")
+    if not value.strip():
+        raise InvalidInputError(field, value, "a non-blank string")
+    if len(value) > max_chars:
+        raise LimitExceededError(field, len(value), max_chars, "characters", setting)
+    _encodable(value, field)
+    return value
+
+
+def check_int(value: Any, field: str, low: int, high: int | None = None) -> int:
+    """An int (not bool) in [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(field, value, f"an int >= {low}")
+    if value < low or (high is not None and value > high):
+        expected = f"an int in [{low}, {high}]" if high is not None else f"an int >= {low}"
+        raise InvalidInputError(field, value, expected)
+    return value
+
+
+def check_mode(value: Any) -> str | None:
+    """None (the configured default) or one of :data:`sgmem.config.MODES`."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in MODES:
+        raise InvalidInputError("mode", value, f"None or one of {', '.join(repr(m) for m in MODES)}")
+    return value
+
+
+def check_time(value: Any, field: str) -> datetime | None:
+    """A timezone-aware datetime from a datetime or an ISO-8601 string.
+
+    Naive datetimes are taken as UTC.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidInputError(field, value, "an ISO-8601 date or datetime, e.g. '2023-05-08T13:56:00Z'") from None
+    if not isinstance(value, datetime):
+        raise InvalidInputError(field, value, "a datetime or an ISO-8601 string")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    try:
+        ts = value.timestamp()
+    except (OverflowError, OSError, ValueError):
+        raise InvalidInputError(field, value, "a datetime that can be represented as a timestamp") from None
+    if not math.isfinite(ts):
+        raise InvalidInputError(field, value, "a finite datetime")
+    return value
+
+
+def _as_dict(m: Any, field: str) -> dict[str, Any]:
+    if isinstance(m, Message):
+        return {
+            "role": m.role,
+            "content": m.content,
+            "name": m.name,
+            "id": m.id,
+            "at": m.at,
+            "session": m.session,
+            "metadata": m.metadata,
+        }
+    if isinstance(m, Mapping):
+        unknown = set(m) - _MESSAGE_KEYS
+        if unknown:
+            raise InvalidInputError(
+                field, sorted(unknown), f"only the keys {sorted(_MESSAGE_KEYS)}", "Put extra fields in 'metadata'."
+            )
+        return dict(m)
+    raise InvalidInputError(field, m, "a dict with 'role' and 'content', or a sgmem.Message")
+
+
+def normalise_messages(messages: Any, default_at: datetime, limits: Limits) -> list[dict[str, Any]]:
+    """Validate messages and return them as dicts with every field filled.
+
+    Raises:
+        InvalidInputError: the first problem found, naming the message index.
+    """
+    if isinstance(messages, (Mapping, Message)):
+        messages = [messages]
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
+        raise InvalidInputError("messages", messages, "a list of message dicts or sgmem.Message objects")
+    messages = list(messages)
+    if not messages:
+        raise InvalidInputError("messages", messages, "at least one message")
+    if len(messages) > limits.max_messages_per_add:
+        raise LimitExceededError("messages", len(messages), limits.max_messages_per_add, "messages", "max_messages_per_add")
+    out = []
+    seen_ids: set[str] = set()
+    for i, raw in enumerate(messages):
+        f = f"messages[{i}]"
+        m = _as_dict(raw, f)
+        role = m.get("role")
+        if role is None:
+            raise InvalidInputError(f"{f}.role", None, f"one of {ROLES}", "Every message needs a role.")
+        if role not in ROLES:
+            raise InvalidInputError(f"{f}.role", role, f"one of {ROLES}")
+        content = check_text(m.get("content"), f"{f}.content", limits.max_message_chars, "max_message_chars")
+        name = m.get("name")
+        if name is not None:
+            name = check_name(name, f"{f}.name", limits)
+        mid = m.get("id")
+        if mid is not None:
+            mid = check_name(mid, f"{f}.id", limits)
+            if mid in seen_ids:
+                raise InvalidInputError(f"{f}.id", mid, "an id not used by another message of this add")
+            seen_ids.add(mid)
+        session = m.get("session")
+        if session is not None:
+            session = check_name(session, f"{f}.session", limits)
+        at = check_time(m.get("at"), f"{f}.at") or default_at
+        metadata = m.get("metadata") or {}
+        if not isinstance(metadata, Mapping):
+            raise InvalidInputError(f"{f}.metadata", metadata, "a dict of JSON-serialisable values")
+        try:
+            json.dumps(metadata, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"{f}.metadata", metadata, "a dict of JSON-serialisable values", str(exc)) from None
+        out.append(
+            {
+                "role": role,
+                "content": content,
+                "name": name,
+                "id": mid,
+                "at": at,
+                "session": session,
+                "metadata": dict(metadata),
+            }
+        )
+    return out
