@@ -33,6 +33,14 @@ def _check(cond: bool, name: str, value: object, expected: str) -> None:
         raise ConfigError(f"{name}: received {value!r}, expected {expected}.")
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 @dataclass(frozen=True)
 class GraphConfig:
     """SGMem sentence-graph retrieval (ALGORITHMS §1, arXiv 2509.21212).
@@ -67,11 +75,19 @@ class GraphConfig:
     rest_weight: float = 0.1
 
     def __post_init__(self) -> None:
-        _check(isinstance(self.knn_k, int) and self.knn_k >= 0, "GraphConfig.knn_k", self.knn_k, "an int >= 0")
-        _check(-1.0 <= self.knn_min_cosine <= 1.0, "GraphConfig.knn_min_cosine", self.knn_min_cosine, "a cosine in [-1, 1]")
-        _check(isinstance(self.hops, int) and 0 <= self.hops <= 5, "GraphConfig.hops", self.hops, "an int in 0..5")
-        _check(isinstance(self.seeds, int) and self.seeds >= 1, "GraphConfig.seeds", self.seeds, "an int >= 1")
-        _check(0.0 <= self.gamma <= 2.0, "GraphConfig.gamma", self.gamma, "a value in [0, 2] (sim = cos + 1)")
+        _check(_is_int(self.knn_k) and self.knn_k >= 0, "GraphConfig.knn_k", self.knn_k, "an int >= 0")
+        _check(
+            _is_number(self.knn_min_cosine) and -1.0 <= self.knn_min_cosine <= 1.0,
+            "GraphConfig.knn_min_cosine",
+            self.knn_min_cosine,
+            "a cosine in [-1, 1]",
+        )
+        _check(_is_int(self.hops) and 0 <= self.hops <= 5, "GraphConfig.hops", self.hops, "an int in 0..5")
+        _check(_is_int(self.seeds) and self.seeds >= 1, "GraphConfig.seeds", self.seeds, "an int >= 1")
+        _check(
+            _is_number(self.gamma) and 0.0 <= self.gamma <= 2.0, "GraphConfig.gamma", self.gamma, "a value in [0, 2] (sim = cos + 1)"
+        )
+        _check(_is_number(self.rest_weight) and self.rest_weight >= 0, "GraphConfig.rest_weight", self.rest_weight, "a number >= 0")
         _check(self.chunk_level in ("turn", "round", "session"), "GraphConfig.chunk_level", self.chunk_level, "'turn', 'round' or 'session'")
         _check(self.chunk_score in ("mean", "max_plus_rest"), "GraphConfig.chunk_score", self.chunk_score, "'mean' or 'max_plus_rest'")
 
@@ -86,42 +102,58 @@ SGMEM_PAPER_LONGMEMEVAL = GraphConfig(knn_k=3, hops=1, seeds=15, gamma=1.0, chun
 class HybridConfig:
     """[D] The default ``hybrid`` mode: channels fused by a weighted score sum.
 
-    Every channel scores turns. Weights were chosen by measurement on the
-    LoCoMo dev split (``sgmem eval locomo``); the lexical channel is the
-    strongest single signal on conversational recall, the dense channels carry
-    paraphrase, the graph channel (SGMem expansion) adds multi-hop neighbours.
+    Every channel scores turns; the weights were chosen by measurement on the
+    LoCoMo dev split (``sgmem eval locomo``, see README). The lexical channel is
+    the strongest single signal on conversational recall, the dense channels
+    carry paraphrase, the graph channel (SGMem expansion) adds neighbours of
+    the seeds, and three structural priors use the conversation's shape: the
+    chronological chain (SGRM), the session (SGMem's session chunk) and the
+    dates a question names.
 
     Attributes:
-        w_sentence: dense sentence channel (speaker-prefixed sentences, turn score
-            = best sentence + ``rest_weight`` · mean of the others).
-        w_turn: dense whole-turn channel.
+        w_sentence: dense sentence channel (speaker-prefixed sentences; a turn
+            scores its best sentence + ``rest_weight`` · mean of the others).
+        w_turn: dense turn channel (turn vector = normalised mean of its
+            sentence vectors, so turns cost no extra embedding).
         w_lexical: lexical channel — each matched stemmed query word counts once,
-            weighted by its IDF share, with no length normalisation (BM25 with
-            k1 → 0, b = 0); words of the chronological neighbour turns count at
+            weighted by IDF share, no length normalisation (BM25 with k1 → 0,
+            b = 0); words of the chronological neighbour turns count at
             ``neighbour_weight``.
         w_graph: SGMem h-hop expansion channel (GraphConfig's seeds and hops).
-        length_prior: bonus ``length_prior · log(1 + tokens) / log(1 + 64)`` that
-            favours turns with content over one-line acknowledgements.
+        length_prior: bonus ``length_prior · log(1 + tokens) / log(1 + 64)`` for
+            turns with content over one-line acknowledgements.
         neighbour_weight: weight of a query word found only in the previous or
             next turn of the thread (SGRM chronological chaining).
+        neighbour_dense: adds this share of the best neighbour turn's sentence
+            score (an answer often only makes sense after the question before it).
+        propagation: adds this share of the best neighbour's fused score.
+        session_weight: adds this share of the best fused score in the turn's
+            session (SGMem's session-level chunk as a prior).
+        date_day_bonus: bonus for turns said inside a day the query names
+            ("on 13 October 2023", widened by ``date_slack_days``).
+        date_month_bonus: bonus for turns said inside a month the query names.
+        date_slack_days: days added on each side of a named day.
         rest_weight: see ``w_sentence``.
-        pool: candidates taken from each dense channel before fusion.
     """
 
     w_sentence: float = 1.0
     w_turn: float = 0.5
-    w_lexical: float = 0.9
+    w_lexical: float = 1.2
     w_graph: float = 0.15
-    length_prior: float = 0.05
+    length_prior: float = 0.1
     neighbour_weight: float = 0.5
+    neighbour_dense: float = 0.2
+    propagation: float = 0.1
+    session_weight: float = 0.2
+    date_day_bonus: float = 0.4
+    date_month_bonus: float = 0.2
+    date_slack_days: int = 1
     rest_weight: float = 0.1
-    pool: int = 200
 
     def __post_init__(self) -> None:
         for f in fields(self):
             v = getattr(self, f.name)
-            _check(isinstance(v, (int, float)) and v >= 0, f"HybridConfig.{f.name}", v, "a number >= 0")
-        _check(self.pool >= 1, "HybridConfig.pool", self.pool, "an int >= 1")
+            _check(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0, f"HybridConfig.{f.name}", v, "a number >= 0")
 
 
 @dataclass(frozen=True)
@@ -147,7 +179,7 @@ class Limits:
     def __post_init__(self) -> None:
         for f in fields(self):
             v = getattr(self, f.name)
-            _check(isinstance(v, int) and v >= 1, f"Limits.{f.name}", v, "an int >= 1")
+            _check(_is_int(v) and v >= 1, f"Limits.{f.name}", v, "an int >= 1")
 
 
 @dataclass(frozen=True)
@@ -167,6 +199,9 @@ class Config:
             before :class:`StoreBusyError`.
         session_by_day: [D] without an explicit ``session``, a thread's messages
             are grouped into one session per calendar day (UTC).
+        context_turn_tokens: [D] in :meth:`Memory.context`, a turn longer than
+            this keeps only its sentences closest to the query (marked "…"), so
+            the budget holds more distinct memories; 0 keeps turns whole.
     """
 
     default_mode: str = "hybrid"
@@ -177,11 +212,24 @@ class Config:
     embed_batch_size: int = 64
     busy_timeout_s: float = 30.0
     session_by_day: bool = True
+    context_turn_tokens: int = 40
 
     def __post_init__(self) -> None:
         _check(self.default_mode in MODES, "Config.default_mode", self.default_mode, f"one of {MODES}")
-        _check(self.embed_batch_size >= 1, "Config.embed_batch_size", self.embed_batch_size, "an int >= 1")
-        _check(self.busy_timeout_s > 0, "Config.busy_timeout_s", self.busy_timeout_s, "a positive number of seconds")
+        _check(
+            _is_int(self.embed_batch_size) and self.embed_batch_size >= 1,
+            "Config.embed_batch_size",
+            self.embed_batch_size,
+            "an int >= 1",
+        )
+        _check(
+            _is_number(self.busy_timeout_s) and self.busy_timeout_s > 0,
+            "Config.busy_timeout_s",
+            self.busy_timeout_s,
+            "a positive number of seconds",
+        )
+        for name in ("speaker_prefix", "session_by_day"):
+            _check(isinstance(getattr(self, name), bool), f"Config.{name}", getattr(self, name), "True or False")
         for name, typ in (("graph", GraphConfig), ("hybrid", HybridConfig), ("limits", Limits)):
             _check(isinstance(getattr(self, name), typ), f"Config.{name}", getattr(self, name), f"a {typ.__name__}")
 

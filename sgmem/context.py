@@ -10,9 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from typing import TYPE_CHECKING
+
+import numpy as np
+
 from .text.tokens import count_tokens, truncate_to_tokens
 
-__all__ = ["ContextTurn", "render", "fit"]
+if TYPE_CHECKING:
+    from .retrieval.index import ScopeIndex
+
+__all__ = ["ContextTurn", "digest_turn", "fit", "render"]
+
 
 HEADER = "Relevant memories (oldest first):"
 
@@ -38,12 +46,17 @@ def render(turns: list[ContextTurn]) -> str:
         return ""
     lines = [HEADER]
     last: tuple[str, str] | None = None
+    last_time = ""
     for t in sorted(turns, key=lambda t: (t.at, t.key)):
         group = (_day(t.at), t.thread)
+        clock = t.at.strftime("%H:%M")
         if group != last:
             lines.append(f"[{group[0]} · {t.thread}]")
             last = group
-        lines.append(f"{t.at.strftime('%H:%M')} {t.speaker}: {t.text}")
+            last_time = ""
+        # the time is written when it changes: turns of one sitting share it
+        lines.append(f"{clock + ' ' if clock != last_time else ''}{t.speaker}: {t.text}")
+        last_time = clock
     return "\n".join(lines)
 
 
@@ -84,3 +97,39 @@ def fit(candidates: list[ContextTurn], budget_tokens: int) -> tuple[str, list[Co
                 chosen = trial
     text = render(chosen)
     return text, chosen
+
+
+def digest_turn(idx: ScopeIndex, row: int, content: str, q: np.ndarray, max_tokens: int) -> str:
+    """A long turn cut to its sentences most similar to the query.
+
+    [D] Turns over ``max_tokens`` keep their best sentences (by cosine to the
+    query, at least one) in their original order, joined by " … " where text
+    was left out, up to ``max_tokens``; shorter turns are kept whole. This lets
+    a budget hold more distinct memories. ``max_tokens = 0`` keeps every turn whole.
+    """
+    if max_tokens <= 0 or count_tokens(content) <= max_tokens:
+        return content
+    srows = idx.msg_sents[row]
+    if len(srows) < 2:
+        return content
+    sims = idx.sentence_vectors()[srows] @ q
+    texts = [idx.sent_text[r] for r in srows]
+    keep: list[int] = []
+    used = 0
+    for i in np.argsort(-sims, kind="stable"):
+        n = count_tokens(texts[i]) + 1
+        if keep and used + n > max_tokens:
+            continue
+        keep.append(int(i))
+        used += n
+    keep.sort()
+    parts: list[str] = []
+    for j, i in enumerate(keep):
+        if j == 0 and i > 0:
+            parts.append("…")
+        elif j > 0 and i != keep[j - 1] + 1:
+            parts.append("…")
+        parts.append(texts[i])
+    if keep[-1] < len(texts) - 1:
+        parts.append("…")
+    return " ".join(parts)

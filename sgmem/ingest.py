@@ -22,7 +22,7 @@ from .text.lexical import analyze, tokenize
 from .text.segment import sentence_spans
 from .text.tokens import count_tokens
 
-__all__ = ["Prepared", "embed_texts", "knn_edges", "prepare", "text_hash"]
+__all__ = ["Prepared", "embed_texts", "knn_edges", "prepare", "text_hash", "turn_vectors"]
 
 
 def text_hash(text: str) -> str:
@@ -36,7 +36,6 @@ class Prepared:
 
     messages: list[MessageRow]
     sentences: list[SentenceRow]
-    turn_texts: list[str]
     sentence_texts: list[str]
 
 
@@ -49,7 +48,6 @@ def prepare(msgs: list[dict[str, Any]], config: Config, sessions: list[str], ext
     """Segment validated messages into rows (vectors still empty)."""
     rows: list[MessageRow] = []
     sents: list[SentenceRow] = []
-    turn_texts: list[str] = []
     sent_texts: list[str] = []
     empty = np.zeros(0, dtype=np.float32)
     for i, m in enumerate(msgs):
@@ -75,21 +73,43 @@ def prepare(msgs: list[dict[str, Any]], config: Config, sessions: list[str], ext
                 vec=empty,
             )
         )
-        turn_texts.append(prefix + content)
         spans = sentence_spans(content)
+        kept = 0
         for j, (a, b) in enumerate(spans):
             text = content[a:b]
-            if not tokenize(text) and len(spans) > 1:
+            if not tokenize(text) and (len(spans) > 1 or kept):
                 continue  # punctuation- or emoji-only fragments carry nothing to retrieve
             sents.append(SentenceRow(msg=i, idx=j, start=a, end=b, text=text, embed_hash="", vec=empty))
             sent_texts.append(prefix + text)
+            kept += 1
+        if not kept:  # every fragment was punctuation or emoji: keep the message whole
+            a = len(content) - len(content.lstrip())
+            b = len(content.rstrip())
+            sents.append(SentenceRow(msg=i, idx=0, start=a, end=b, text=content[a:b], embed_hash="", vec=empty))
+            sent_texts.append(prefix + content[a:b])
         if len(sents) > config.limits.max_sentences_per_add:
             raise LimitExceededError(
                 "messages", len(sents), config.limits.max_sentences_per_add, "sentences", "max_sentences_per_add"
             )
     for s, t in zip(sents, sent_texts):
         s.embed_hash = text_hash(t)
-    return Prepared(rows, sents, turn_texts, sent_texts)
+    return Prepared(rows, sents, sent_texts)
+
+
+def turn_vectors(prep: Prepared, dim: int) -> None:
+    """Set each message's vector to the normalised mean of its sentence vectors.
+
+    [D] A whole-turn embedding measured no better than this mean on LoCoMo
+    (recall@10 74.1 vs 73.9) and would cost a second embedding pass per turn.
+    """
+    sums = np.zeros((len(prep.messages), dim), dtype=np.float64)
+    for s in prep.sentences:
+        sums[s.msg] += s.vec
+    norms = np.linalg.norm(sums, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    unit = (sums / norms).astype(np.float32)
+    for i, m in enumerate(prep.messages):
+        m.vec = unit[i]
 
 
 def embed_texts(

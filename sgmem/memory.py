@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from .config import Config
-from .context import ContextTurn, fit
+from .context import ContextTurn, digest_turn, fit
 from .embed.base import Embedder, check_embeddings
 from .embed.minilm import default_embedder
 from .errors import InvalidInputError, SgmemError
-from .ingest import embed_texts, knn_edges, prepare, speaker_of
+from .ingest import embed_texts, knn_edges, prepare, turn_vectors
 from .llm import LLM
 from .retrieval.index import ScopeIndex, discard_cache, load_scope_index
 from .retrieval.search import Ranked, Retriever
@@ -164,17 +164,16 @@ class Memory:
         ]
         prep = prepare(msgs, self.config, sessions, ext_ids)
         t_seg = time.perf_counter()
-        texts = prep.turn_texts + prep.sentence_texts
+        texts = prep.sentence_texts
         with self._lock:
             sid_known = self._store.scope_id(scope)
         known = (
             self._store.vectors_by_hash(sid_known, [s.embed_hash for s in prep.sentences]) if sid_known else {}
         )
         vecs, n_embedded = embed_texts(self.embedder, texts, known, self.config.embed_batch_size)
-        for i, m in enumerate(prep.messages):
-            m.vec = vecs[i]
-        for j, s in enumerate(prep.sentences):
-            s.vec = vecs[len(prep.messages) + j]
+        for sent, vec in zip(prep.sentences, vecs):
+            sent.vec = vec
+        turn_vectors(prep, int(self.embedder.dim))
         t_emb = time.perf_counter()
 
         with self._lock:
@@ -277,11 +276,18 @@ class Memory:
 
     # ------------------------------------------------------------------- read
     def _allowed(
-        self, idx: ScopeIndex, threads: Iterable[str] | None, since: datetime | None, until: datetime | None
+        self,
+        idx: ScopeIndex,
+        threads: Iterable[str] | None,
+        since: datetime | None,
+        until: datetime | None,
+        exclude: list[str] | None = None,
     ) -> np.ndarray | None:
-        if threads is None and since is None and until is None:
+        if threads is None and since is None and until is None and not exclude:
             return None
         mask = np.ones(idx.n_turns, dtype=bool)
+        if exclude:
+            mask &= ~np.isin(idx.array("ext_ids"), exclude)
         if threads is not None:
             mask &= np.isin(idx.array("threads"), list(threads))
         ts = idx.array("at_ts")
@@ -298,6 +304,13 @@ class Memory:
             raise InvalidInputError("threads", threads, "a list of thread names or None")
         return [check_name(t, "threads[]", self.config.limits) for t in threads]
 
+    def _check_ids(self, ids: Any, field: str) -> list[str] | None:
+        if ids is None:
+            return None
+        if isinstance(ids, str) or not isinstance(ids, Iterable):
+            raise InvalidInputError(field, ids, "a list of message ids or None")
+        return [check_name(m, f"{field}[]", self.config.limits) for m in ids]
+
     def _ranked(
         self,
         query: str,
@@ -307,7 +320,8 @@ class Memory:
         threads: Any,
         since: Any,
         until: Any,
-    ) -> tuple[list[Ranked], ScopeIndex | None]:
+        exclude_message_ids: Any = None,
+    ) -> tuple[list[Ranked], ScopeIndex | None, np.ndarray | None]:
         self._check_open()
         limits = self.config.limits
         query = check_text(query, "query", limits.max_query_chars, "max_query_chars")
@@ -316,16 +330,17 @@ class Memory:
         mode = check_mode(mode) or self.config.default_mode
         thread_list = self._check_threads(threads)
         since_dt, until_dt = check_time(since, "since"), check_time(until, "until")
+        exclude = self._check_ids(exclude_message_ids, "exclude_message_ids")
         with self._lock:
             scope_id = self._store.scope_id(scope)
         if scope_id is None:
-            return [], None
+            return [], None, None
         q = self._embed_query(query)
         with self._lock:
             idx = self._index(scope_id)
-            allowed = self._allowed(idx, thread_list, since_dt, until_dt)
+            allowed = self._allowed(idx, thread_list, since_dt, until_dt, exclude)
             ranked = self._retriever.search(idx, mode, q, query, k, allowed, lambda rows: self._turn_texts(idx, rows))
-        return ranked, idx
+        return ranked, idx, q
 
     def _turn_texts(self, idx: ScopeIndex, rows: list[int]) -> list[str]:
         details = self._details([idx.msg_ids[r] for r in rows])
@@ -360,6 +375,7 @@ class Memory:
         threads: Iterable[str] | None = None,
         since: datetime | str | None = None,
         until: datetime | str | None = None,
+        exclude_message_ids: Iterable[str] | None = None,
     ) -> list[Hit]:
         """Find the memories of ``scope`` most relevant to ``query``.
 
@@ -371,11 +387,13 @@ class Memory:
                 ``"bm25"``; see :class:`sgmem.Config`.
             threads: only these threads.
             since, until: only messages said in this time window (inclusive).
+            exclude_message_ids: never return these messages (e.g. the ones
+                already in the prompt).
 
         Returns:
             Hits, best first; empty when the scope holds nothing that matches.
         """
-        ranked, idx = self._ranked(query, scope, k, mode, threads, since, until)
+        ranked, idx, _ = self._ranked(query, scope, k, mode, threads, since, until, exclude_message_ids)
         if idx is None or not ranked:
             return []
         details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
@@ -399,32 +417,56 @@ class Memory:
             )
         return hits
 
-    def context(self, query: str, *, scope: str, budget_tokens: int = 2000, mode: str | None = None) -> str:
+    def context(
+        self,
+        query: str,
+        *,
+        scope: str,
+        budget_tokens: int = 2000,
+        mode: str | None = None,
+        exclude_message_ids: Iterable[str] | None = None,
+    ) -> str:
         """A prompt block of the memories relevant to ``query``, within a token budget.
 
         The block is chronological, dated and speaker-labelled; its exact
         tiktoken (cl100k_base) count never exceeds ``budget_tokens``. An empty
         string means nothing relevant was found (or nothing fits).
+        ``exclude_message_ids`` leaves out messages the prompt already holds
+        (e.g. a chat memory's recent window).
         """
+        return self._context_with_ids(
+            query, scope=scope, budget_tokens=budget_tokens, mode=mode, exclude_message_ids=exclude_message_ids
+        )[0]
+
+    def _context_with_ids(
+        self,
+        query: str,
+        *,
+        scope: str,
+        budget_tokens: int,
+        mode: str | None,
+        exclude_message_ids: Iterable[str] | None = None,
+    ) -> tuple[str, list[str]]:
+        """:meth:`context` plus the ids of the messages that made it in."""
         budget_tokens = check_int(budget_tokens, "budget_tokens", 1)
         k = min(self.config.limits.max_k, max(10, budget_tokens // 12))
-        ranked, idx = self._ranked(query, scope, k, mode, None, None, None)
-        if idx is None or not ranked:
-            return ""
-        order: list[int] = []
+        ranked, idx, q = self._ranked(query, scope, k, mode, None, None, None, exclude_message_ids)
+        if idx is None or q is None or not ranked:
+            return "", []
+        rows: list[int] = []
         for rk in ranked:
             for r in rk.rows:
-                mid = idx.msg_ids[r]
-                if mid not in order:
-                    order.append(mid)
-        details = self._details(order)
-        cands = [
-            ContextTurn(mid, details[mid]["at"], details[mid]["thread"], details[mid]["speaker"], details[mid]["content"])
-            for mid in order
-            if mid in details
-        ]
-        text, _ = fit(cands, budget_tokens)
-        return text
+                if r not in rows:
+                    rows.append(r)
+        details = self._details([idx.msg_ids[r] for r in rows])
+        cands = []
+        for r in rows:
+            d = details.get(idx.msg_ids[r])
+            if d is not None:
+                text = digest_turn(idx, r, d["content"], q, self.config.context_turn_tokens)
+                cands.append(ContextTurn(idx.msg_ids[r], d["at"], d["thread"], d["speaker"], text))
+        text, chosen = fit(cands, budget_tokens)
+        return text, [details[c.key]["ext_id"] for c in chosen]
 
     def messages(self, *, scope: str, thread: str | None = None, limit: int | None = None) -> list[Message]:
         """Exact replay of what was added to ``scope`` (or one thread), in order.
@@ -442,6 +484,23 @@ class Memory:
             if scope_id is None:
                 return []
             return self._store.messages(scope_id, thread, limit)
+
+    def get(self, *, scope: str, message_ids: Sequence[str]) -> list[Message]:
+        """The stored messages of ``scope`` with these ids, in the order they were added.
+
+        Ids not stored in the scope are skipped, so ``len(result)`` tells how
+        many were found. A direct lookup: it costs the same whatever the scope's size.
+        """
+        self._check_open()
+        scope = check_name(scope, "scope", self.config.limits)
+        if isinstance(message_ids, str) or not isinstance(message_ids, Iterable):
+            raise InvalidInputError("message_ids", message_ids, "a list of message ids")
+        ids = [check_name(m, "message_ids[]", self.config.limits) for m in message_ids]
+        with self._lock:
+            scope_id = self._store.scope_id(scope)
+            if scope_id is None or not ids:
+                return []
+            return self._store.messages_by_ext_ids(scope_id, ids)
 
     def threads(self, *, scope: str) -> list[str]:
         """The threads of ``scope``, in order of their first message."""
@@ -520,13 +579,32 @@ class Memory:
         """Async :meth:`search`."""
         return await asyncio.to_thread(lambda: self.search(query, scope=scope, k=k, mode=mode, **filters))
 
-    async def acontext(self, query: str, *, scope: str, budget_tokens: int = 2000, mode: str | None = None) -> str:
+    async def acontext(
+        self,
+        query: str,
+        *,
+        scope: str,
+        budget_tokens: int = 2000,
+        mode: str | None = None,
+        exclude_message_ids: Iterable[str] | None = None,
+    ) -> str:
         """Async :meth:`context`."""
-        return await asyncio.to_thread(self.context, query, scope=scope, budget_tokens=budget_tokens, mode=mode)
+        return await asyncio.to_thread(
+            self.context,
+            query,
+            scope=scope,
+            budget_tokens=budget_tokens,
+            mode=mode,
+            exclude_message_ids=exclude_message_ids,
+        )
 
     async def amessages(self, *, scope: str, thread: str | None = None, limit: int | None = None) -> list[Message]:
         """Async :meth:`messages`."""
         return await asyncio.to_thread(self.messages, scope=scope, thread=thread, limit=limit)
+
+    async def aget(self, *, scope: str, message_ids: Sequence[str]) -> list[Message]:
+        """Async :meth:`get`."""
+        return await asyncio.to_thread(self.get, scope=scope, message_ids=message_ids)
 
     async def adelete(
         self, *, scope: str, thread: str | None = None, message_ids: Sequence[str] | None = None

@@ -176,7 +176,8 @@ def normalise_messages(messages: Any, default_at: datetime, limits: Limits) -> l
         if not isinstance(metadata, Mapping):
             raise InvalidInputError(f"{f}.metadata", metadata, "a dict of JSON-serialisable values")
         try:
-            json.dumps(metadata, allow_nan=False)
+            # stored as UTF-8 JSON: a lone surrogate in a value or key must fail here, not in SQLite
+            json.dumps(metadata, allow_nan=False, ensure_ascii=False).encode("utf-8")
         except (TypeError, ValueError) as exc:
             raise InvalidInputError(f"{f}.metadata", metadata, "a dict of JSON-serialisable values", str(exc)) from None
         out.append(

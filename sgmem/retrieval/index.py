@@ -105,10 +105,19 @@ class ScopeIndex:
         return _view(self.sent_index)
 
     def array(self, name: str) -> np.ndarray:
-        """A numpy copy of a per-turn column (cached until the next change)."""
+        """A numpy copy of a per-turn column (cached until the next change).
+
+        ``session_codes`` is a derived column: a small int per (thread, session).
+        """
         arr = self._np_cache.get(name)
         if arr is None:
-            arr = np.asarray(getattr(self, name))
+            if name == "session_codes":
+                codes: dict[tuple[str, str], int] = {}
+                arr = np.array(
+                    [codes.setdefault((t, s), len(codes)) for t, s in zip(self.threads, self.sessions)], dtype=np.int64
+                )
+            else:
+                arr = np.asarray(getattr(self, name))
             self._np_cache[name] = arr
         return arr
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Config
+from ..text.dates import query_windows
 from ..text.lexical import analyze
 from .graph import EPSILON, chunk_rows, expand, rank_chunks
 from .index import ScopeIndex
@@ -245,6 +246,7 @@ class Retriever:
         s_turn = self.turn_cosines(idx, q).astype(np.float64)
         terms = analyze(query)
         s_lex, _ = self.lexical_scores(idx, terms, h.neighbour_weight)
+        prev, nxt = idx.array("prev_row"), idx.array("next_row")
         # graph channel: SGMem seeds + h-hop expansion, mean sim of C* per turn, minus ε
         s_graph = np.zeros(idx.n_turns)
         hop_of: dict[int, tuple[int, int]] = {}
@@ -256,11 +258,26 @@ class Retriever:
                 s_graph[int(key)] = score - EPSILON  # type: ignore[call-overload]
                 r0 = min(srows, key=lambda r: exp.hop[r])
                 hop_of[int(key)] = (exp.hop[r0], exp.origin[r0])  # type: ignore[call-overload]
-        tokens = idx.array("tokens").astype(np.float64)
-        prior = h.length_prior * np.log1p(tokens) / math.log1p(64)
-        total = h.w_sentence * s_sent + h.w_turn * s_turn + h.w_lexical * s_lex + h.w_graph * s_graph + prior
+        prior = h.length_prior * np.log1p(idx.array("tokens").astype(np.float64)) / math.log1p(64)
+        dense = h.w_sentence * s_sent + h.w_turn * s_turn
+        if h.neighbour_dense:
+            dense = dense + h.neighbour_dense * _neighbour_max(s_sent, prev, nxt, 0.0)
+        total = dense + h.w_lexical * s_lex + h.w_graph * s_graph + prior
+        date_bonus = np.zeros(idx.n_turns)
+        windows = query_windows(query, h.date_slack_days) if (h.date_day_bonus or h.date_month_bonus) else []
+        if windows:
+            ts = idx.array("at_ts")
+            for start, end, precision in windows:
+                inside = (ts >= start.timestamp()) & (ts < end.timestamp())
+                bonus = h.date_day_bonus if precision == "day" else h.date_month_bonus
+                date_bonus = np.maximum(date_bonus, bonus * inside)
+            total = total + date_bonus
         if allowed is not None:
             total[~allowed] = -np.inf
+        if h.propagation:
+            total = total + h.propagation * _neighbour_max(total, prev, nxt, 0.0)
+        if h.session_weight:
+            total = total + h.session_weight * _group_max(total, idx.array("session_codes"))
         qset = set(terms)
         out = []
         for r in _top(total, k):
@@ -274,6 +291,7 @@ class Retriever:
                     "lexical": round(float(s_lex[r]), 4),
                     "graph": round(float(s_graph[r]), 4),
                     "length_prior": round(float(prior[r]), 4),
+                    "date": round(float(date_bonus[r]), 4),
                 },
                 "sentence": idx.sent_text[s] if s >= 0 else None,
                 "matched": sorted(qset & idx.terms[r]),
@@ -283,3 +301,21 @@ class Retriever:
                 why["graph"] = {"hop": hop, **({"via_seed": idx.sent_text[origin]} if hop else {})}
             out.append(Ranked("turn", [r], float(total[r]), why))
         return out
+
+
+def _neighbour_max(values: np.ndarray, prev: np.ndarray, nxt: np.ndarray, missing: float) -> np.ndarray:
+    """The larger of each turn's previous and next turn values (``missing`` at chain ends)."""
+    safe = np.where(np.isfinite(values), values, missing)
+    pv = np.where(prev >= 0, safe[np.maximum(prev, 0)], missing)
+    nv = np.where(nxt >= 0, safe[np.maximum(nxt, 0)], missing)
+    return np.maximum(pv, nv)
+
+
+def _group_max(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """For each turn, the best finite value in its group (session)."""
+    if values.size == 0:
+        return values
+    best = np.full(int(groups.max()) + 1, -np.inf)
+    np.maximum.at(best, groups, values)
+    best = np.where(np.isfinite(best), best, 0.0)
+    return best[groups]

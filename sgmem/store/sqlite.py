@@ -128,7 +128,15 @@ class SQLiteStore:
                     raise StoreError(f"could not put {target!r} in WAL mode (got {mode!r})")
                 self.conn.execute("PRAGMA synchronous = NORMAL")
             self._migrate()
-        except sqlite3.DatabaseError as exc:
+        except BaseException as exc:
+            # a store that failed to open must not keep its file handle (the caller
+            # may move the file away and retry in the same process)
+            conn = getattr(self, "conn", None)
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            if not isinstance(exc, sqlite3.DatabaseError):
+                raise
             if isinstance(exc, sqlite3.OperationalError) and not _is_locked(exc):
                 raise
             if _is_locked(exc):
@@ -414,6 +422,32 @@ class SQLiteStore:
                 metadata=json.loads(r[7]),
             )
             for r in self.conn.execute(sql, args)
+        ]
+
+    def messages_by_ext_ids(self, scope_id: int, ext_ids: Sequence[str]) -> list[Message]:
+        """The scope's messages with these caller ids, in the order they were added."""
+        rows: list[tuple[Any, ...]] = []
+        for i in range(0, len(ext_ids), 500):
+            chunk = list(ext_ids[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            rows += self.conn.execute(
+                "SELECT id, ext_id, role, name, content, at, thread, session, metadata FROM messages "
+                f"WHERE scope_id = ? AND ext_id IN ({marks})",
+                (scope_id, *chunk),
+            ).fetchall()
+        rows.sort(key=lambda r: r[0])
+        return [
+            Message(
+                role=r[2],
+                content=r[4],
+                name=r[3],
+                id=r[1],
+                at=datetime.fromisoformat(r[5]),
+                thread=r[6],
+                session=r[7],
+                metadata=json.loads(r[8]),
+            )
+            for r in rows
         ]
 
     def threads(self, scope_id: int) -> list[str]:

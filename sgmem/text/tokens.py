@@ -49,7 +49,10 @@ def truncate_to_tokens(text: str, max_tokens: int, suffix: str = "…") -> str:
         return text
     keep = max_tokens - count_tokens(suffix)
     while keep > 0:
-        cut = enc.decode(ids[:keep]).rstrip() + suffix
+        # decode bytes and drop a trailing partial character: a token boundary may
+        # fall inside a multi-byte character, and enc.decode would insert U+FFFD
+        head = enc.decode_bytes(ids[:keep]).decode("utf-8", errors="ignore")
+        cut = head.rstrip() + suffix
         if count_tokens(cut) <= max_tokens:
             return cut
         keep -= 1

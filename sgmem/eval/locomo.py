@@ -1,0 +1,251 @@
+"""LoCoMo evidence-recall evaluation, with no LLM.
+
+Each conversation is ingested into its own scope (one thread per session, its
+date as the messages' time, speaker names kept). Every question is then
+searched; a system's ranked hits are mapped to the turns (``dia_id``) they
+contain, and evidence recall@k is the share of a question's evidence turns
+found among the first k distinct turns (the data folder's README). Baselines
+run in the same process over the same store: BM25 over whole turns
+(``mode="bm25"``) and dense MiniLM over sentences mapped to turns
+(``mode="vector"``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..config import Config
+from ..embed.base import Embedder
+from ..errors import InvalidInputError
+from ..memory import Memory
+from ..text.tokens import count_tokens
+
+__all__ = ["CATEGORY_NAMES", "Conversation", "EvalReport", "evaluate", "load_locomo", "render_report"]
+
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*(am|pm)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.IGNORECASE)
+_MONTHS = {m: i for i, m in enumerate(
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+     "november", "december"], start=1)}
+
+
+@dataclass
+class Question:
+    question: str
+    category: int
+    evidence: list[str]
+
+
+@dataclass
+class Conversation:
+    """One LoCoMo sample: its sessions (as sgmem messages) and questions."""
+
+    sample_id: str
+    sessions: list[tuple[str, datetime, list[dict[str, Any]]]]
+    questions: list[Question]
+
+    @property
+    def n_turns(self) -> int:
+        return sum(len(m) for _, _, m in self.sessions)
+
+
+def parse_locomo_date(text: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' → an aware UTC datetime."""
+    m = _DATE.search(text)
+    if not m:
+        raise InvalidInputError("session date", text, "LoCoMo's 'h:mm am on D Month, YYYY'")
+    hour, minute, ampm, day, month, year = m.groups()
+    h = int(hour) % 12 + (12 if ampm.lower() == "pm" else 0)
+    return datetime(int(year), _MONTHS[month.lower()], int(day), h, int(minute), tzinfo=timezone.utc)
+
+
+def _evidence(raw: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for e in raw:
+        for part in re.split(r"[;,\s]+", str(e)):
+            if re.fullmatch(r"D\d+:\d+", part) and part not in out:
+                out.append(part)
+    return out
+
+
+def load_locomo(path: str | Path, limit: int | None = None) -> list[Conversation]:
+    """Read a LoCoMo JSON file (the released format) into conversations."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    convs: list[Conversation] = []
+    for sample in data[:limit]:
+        conv = sample["conversation"]
+        speaker_a = conv["speaker_a"]
+        keys = sorted(
+            (k for k in conv if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1])
+        )
+        sessions = []
+        for key in keys:
+            turns = conv[key]
+            if not turns:
+                continue
+            at = parse_locomo_date(conv[f"{key}_date_time"])
+            msgs = []
+            for t in turns:
+                text = t["text"]
+                if t.get("blip_caption"):
+                    # the photo is part of what was said; its caption is the only text of it we have
+                    text = f"{text} [shares a photo: {t['blip_caption']}]"
+                msgs.append(
+                    {
+                        "role": "user" if t["speaker"] == speaker_a else "assistant",
+                        "name": t["speaker"],
+                        "content": text,
+                        "id": t["dia_id"],
+                        "at": at,
+                        "session": key,
+                    }
+                )
+            sessions.append((key, at, msgs))
+        questions = [
+            Question(q["question"], int(q["category"]), _evidence(q.get("evidence", [])))
+            for q in sample["qa"]
+        ]
+        convs.append(Conversation(sample["sample_id"], sessions, [q for q in questions if q.evidence]))
+    return convs
+
+
+@dataclass
+class SystemScores:
+    """Per-question recall of one system."""
+
+    name: str
+    recall: dict[int, list[list[float]]] = field(default_factory=lambda: defaultdict(list))  # k -> per-cat lists
+    by_cat: dict[int, dict[int, list[float]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
+    all_hit10: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    ctx_recall: dict[int, dict[int, list[float]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
+    ctx_tokens: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))
+    latency_ms: list[float] = field(default_factory=list)
+
+
+@dataclass
+class EvalReport:
+    """Everything an evaluation measured."""
+
+    systems: list[SystemScores]
+    ks: tuple[int, ...]
+    budgets: tuple[int, ...]
+    n_questions: int
+    n_turns: int
+    ingest_s: float
+    path: str
+
+    def recall(self, system: str, k: int, cats: Sequence[int] = (1, 2, 3, 4)) -> float:
+        s = next(x for x in self.systems if x.name == system)
+        vals = [v for c in cats for v in s.by_cat[k][c]]
+        return 100.0 * statistics.fmean(vals) if vals else float("nan")
+
+
+def _turns_of(hits: Sequence[Any]) -> list[str]:
+    seen: list[str] = []
+    for h in hits:
+        for mid in h.message_ids:
+            if mid not in seen:
+                seen.append(mid)
+    return seen
+
+
+def evaluate(
+    path: str | Path,
+    *,
+    systems: Sequence[tuple[str, str | None]] = (("sgmem hybrid", "hybrid"), ("BM25 turns", "bm25"), ("dense sentences", "vector")),
+    ks: Sequence[int] = (5, 10, 20),
+    budgets: Sequence[int] = (1000,),
+    config: Config | None = None,
+    embedder: Embedder | None = None,
+    limit: int | None = None,
+    progress: Callable[[str], None] | None = None,
+    memory_factory: Callable[[], Memory] | None = None,
+) -> EvalReport:
+    """Run the evidence-recall evaluation on a LoCoMo file.
+
+    Args:
+        systems: (label, mode) pairs, all searched over the same store.
+        ks: cut-offs for recall@k.
+        budgets: token budgets for recall within ``Memory.context``; the first
+            system's mode is used for context.
+        limit: only the first ``limit`` conversations.
+    """
+    convs = load_locomo(path, limit)
+    scores = [SystemScores(name) for name, _ in systems]
+    kmax = max(ks)
+    ingest_s = 0.0
+    n_q = 0
+    for conv in convs:
+        mem = memory_factory() if memory_factory else Memory(embedder=embedder, config=config)
+        with mem:
+            t0 = time.perf_counter()
+            for key, at, msgs in conv.sessions:
+                mem.add(msgs, scope=conv.sample_id, thread=key, at=at)
+            ingest_s += time.perf_counter() - t0
+            if progress:
+                progress(f"{conv.sample_id}: {conv.n_turns} turns ingested, {len(conv.questions)} questions")
+            for q in conv.questions:
+                n_q += 1
+                ev = set(q.evidence)
+                for sys_scores, (_, mode) in zip(scores, systems):
+                    t1 = time.perf_counter()
+                    hits = mem.search(q.question, scope=conv.sample_id, k=kmax, mode=mode)
+                    sys_scores.latency_ms.append((time.perf_counter() - t1) * 1e3)
+                    turns = _turns_of(hits)
+                    for k in ks:
+                        got = len(ev & set(turns[:k])) / len(ev)
+                        sys_scores.by_cat[k][q.category].append(got)
+                    sys_scores.all_hit10[q.category].append(float(ev <= set(turns[:10])))
+                first = scores[0]
+                for b in budgets:
+                    text, ids = mem._context_with_ids(q.question, scope=conv.sample_id, budget_tokens=b, mode=systems[0][1])
+                    first.ctx_recall[b][q.category].append(len(ev & set(ids)) / len(ev))
+                    first.ctx_tokens[b].append(count_tokens(text))
+    return EvalReport(scores, tuple(ks), tuple(budgets), n_q, sum(c.n_turns for c in convs), ingest_s, str(path))
+
+
+def _pct(vals: list[float]) -> str:
+    return f"{100.0 * statistics.fmean(vals):.1f}" if vals else "–"
+
+
+def render_report(rep: EvalReport) -> str:
+    """A Markdown report: recall@k per category per system, and context recall."""
+    cats = (1, 2, 3, 4)
+    lines = [
+        f"LoCoMo evidence recall — {rep.path}: {rep.n_questions} questions, {rep.n_turns} turns, "
+        f"ingest {rep.ingest_s:.1f}s",
+        "",
+        "| system | k | " + " | ".join(CATEGORY_NAMES[c] for c in cats) + " | cat 1–4 | adversarial (5) |",
+        "|---|---|" + "---|" * (len(cats) + 2),
+    ]
+    for s in rep.systems:
+        for k in rep.ks:
+            per = [_pct(s.by_cat[k][c]) for c in cats]
+            all14 = [v for c in cats for v in s.by_cat[k][c]]
+            lines.append(f"| {s.name} | {k} | " + " | ".join(per) + f" | **{_pct(all14)}** | {_pct(s.by_cat[k][5])} |")
+    lines += ["", "| system | all-evidence hit@10 (cat 1–4) | query p50 ms | query p95 ms |", "|---|---|---|---|"]
+    for s in rep.systems:
+        allh = [v for c in cats for v in s.all_hit10[c]]
+        lat = sorted(s.latency_ms)
+        p50 = lat[len(lat) // 2] if lat else float("nan")
+        p95 = lat[min(len(lat) - 1, int(len(lat) * 0.95))] if lat else float("nan")
+        lines.append(f"| {s.name} | {_pct(allh)} | {p50:.1f} | {p95:.1f} |")
+    first = rep.systems[0]
+    if first.ctx_recall:
+        lines += ["", f"Recall inside Memory.context() ({first.name}):", "",
+                  "| budget tokens | mean tokens used | cat 1–4 evidence inside | adversarial (5) |", "|---|---|---|---|"]
+        for b in rep.budgets:
+            vals = [v for c in cats for v in first.ctx_recall[b][c]]
+            lines.append(
+                f"| {b} | {statistics.fmean(first.ctx_tokens[b]):.0f} | {_pct(vals)} | {_pct(first.ctx_recall[b][5])} |"
+            )
+    return "\n".join(lines)

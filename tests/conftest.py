@@ -1,0 +1,34 @@
+"""Shared fixtures: one real MiniLM embedder per test session."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import sgmem  # noqa: E402
+from sgmem.embed import default_embedder  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def embedder() -> sgmem.Embedder:
+    """The default all-MiniLM-L6-v2 embedder, loaded once for the whole run."""
+    return default_embedder()
+
+
+@pytest.fixture
+def memory(embedder: sgmem.Embedder) -> Iterator[sgmem.Memory]:
+    """A fresh in-memory store."""
+    with sgmem.Memory(embedder=embedder) as mem:
+        yield mem
+
+
+@pytest.fixture
+def store_path(tmp_path):  # type: ignore[no-untyped-def]
+    """A directory for a durable store."""
+    return tmp_path / "store"
