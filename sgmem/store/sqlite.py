@@ -5,6 +5,13 @@ One connection per :class:`SQLiteStore`, shared by the threads of one
 SQLite's own locking. Writes run in ``BEGIN IMMEDIATE`` transactions so a
 writer takes the lock up front, and "database is locked" is retried with
 backoff up to ``busy_timeout_s`` before :class:`StoreBusyError` is raised.
+
+No ``sqlite3`` error about the file reaches a caller: the connection is
+wrapped so that a lock held past the timeout becomes :class:`StoreBusyError`,
+a damaged file :class:`CorruptStoreError` (the file is never replaced), a
+full disk or unreadable file :class:`StoreError`, and use after ``close()``
+an :class:`SgmemError` saying so. Deleted content is overwritten on disk
+(``secure_delete``), not just unlinked from the b-tree.
 """
 
 from __future__ import annotations
@@ -28,8 +35,10 @@ from .. import __version__
 from ..errors import (
     CorruptStoreError,
     EmbedderMismatchError,
+    InvalidInputError,
     NotFoundError,
     SchemaVersionError,
+    SgmemError,
     StoreBusyError,
     StoreError,
 )
@@ -89,6 +98,104 @@ def _is_locked(exc: BaseException) -> bool:
     return "locked" in text or "busy" in text
 
 
+def _translate(exc: sqlite3.Error, where: str, busy_timeout_s: float) -> BaseException:
+    """The sgmem error a caller should see for ``exc``; programming errors pass through unchanged."""
+    name = str(getattr(exc, "sqlite_errorname", ""))  # Python >= 3.11
+    text = str(exc).lower()
+    if isinstance(exc, sqlite3.ProgrammingError) and "closed" in text:
+        return SgmemError("this Memory is closed; create a new sgmem.Memory(path=...) to reopen the store.")
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or (
+        isinstance(exc, sqlite3.OperationalError) and _is_locked(exc)
+    ):
+        return StoreBusyError(
+            f"the store {where!r} stayed locked by another connection for {busy_timeout_s}s; "
+            "retry later or raise Config(busy_timeout_s=...)."
+        )
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or any(
+        w in text for w in ("malformed", "not a database", "corrupt")
+    ):
+        return CorruptStoreError(
+            f"store {where!r} is damaged ({exc}). It was left untouched: restore it from a backup, "
+            "or move it away to start a new store."
+        )
+    if name.startswith(("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM")) or any(
+        w in text for w in ("disk is full", "disk i/o", "readonly", "unable to open")
+    ):
+        return StoreError(f"the store {where!r} could not be read or written ({exc}); check the disk and permissions.")
+    return exc
+
+
+class _Cursor:
+    """A cursor whose row fetches translate sqlite3 errors (damage can surface mid-scan)."""
+
+    __slots__ = ("_conn", "_cur")
+
+    def __init__(self, cur: sqlite3.Cursor, conn: _Conn) -> None:
+        self._cur = cur
+        self._conn = conn
+
+    def __iter__(self) -> Iterator[Any]:
+        it = iter(self._cur)
+        while True:
+            try:
+                row = next(it)
+            except StopIteration:
+                return
+            except sqlite3.Error as exc:
+                raise self._conn.translate(exc) from exc
+            yield row
+
+    def fetchone(self) -> Any:
+        try:
+            return self._cur.fetchone()
+        except sqlite3.Error as exc:
+            raise self._conn.translate(exc) from exc
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return self._cur.fetchall()
+        except sqlite3.Error as exc:
+            raise self._conn.translate(exc) from exc
+
+    def fetchmany(self, size: int = 1) -> list[Any]:
+        try:
+            return self._cur.fetchmany(size)
+        except sqlite3.Error as exc:
+            raise self._conn.translate(exc) from exc
+
+    def __getattr__(self, name: str) -> Any:  # lastrowid, rowcount, description...
+        return getattr(self._cur, name)
+
+
+class _Conn:
+    """The sqlite3 connection with its errors translated (see the module docstring)."""
+
+    __slots__ = ("_raw", "_where", "_timeout")
+
+    def __init__(self, raw: sqlite3.Connection, where: str, busy_timeout_s: float) -> None:
+        self._raw = raw
+        self._where = where
+        self._timeout = busy_timeout_s
+
+    def translate(self, exc: sqlite3.Error) -> BaseException:
+        return _translate(exc, self._where, self._timeout)
+
+    def execute(self, sql: str, parameters: Any = ()) -> Any:
+        try:
+            return _Cursor(self._raw.execute(sql, parameters), self)
+        except sqlite3.Error as exc:
+            raise self.translate(exc) from exc
+
+    def executemany(self, sql: str, seq: Any) -> Any:
+        try:
+            return _Cursor(self._raw.executemany(sql, seq), self)
+        except sqlite3.Error as exc:
+            raise self.translate(exc) from exc
+
+    def __getattr__(self, name: str) -> Any:  # in_transaction, total_changes, close...
+        return getattr(self._raw, name)
+
+
 class SQLiteStore:
     """Records, vectors and edges of every scope in one SQLite database.
 
@@ -105,23 +212,34 @@ class SQLiteStore:
         if path is None:
             target = ":memory:"
         else:
+            if "\x00" in os.fspath(path):
+                raise InvalidInputError("path", path, "a directory path without NUL characters")
             self.dir = Path(path)
-            if self.dir.exists() and not self.dir.is_dir():
+            try:
+                if self.dir.exists() and not self.dir.is_dir():
+                    raise StoreError(
+                        f"path {str(self.dir)!r} is a file; sgmem.Memory(path=...) expects a directory "
+                        f"(the database is {DB_FILENAME} inside it)."
+                    )
+                created = not self.dir.exists()
+                self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+                if created:  # a directory the user made keeps the permissions they gave it
+                    os.chmod(self.dir, 0o700)
+            except OSError as exc:
                 raise StoreError(
-                    f"path {str(self.dir)!r} is a file; sgmem.Memory(path=...) expects a directory "
-                    f"(the database is {DB_FILENAME} inside it)."
-                )
-            self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            with contextlib.suppress(OSError):
-                os.chmod(self.dir, 0o700)
+                    f"store path {str(self.dir)[:200]!r} cannot be used: {exc.strerror or exc}. "
+                    "Pass a directory you can write to."
+                ) from exc
             target = str(self.dir / DB_FILENAME)
         try:
-            self.conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False, timeout=busy_timeout_s)
+            self._raw = sqlite3.connect(target, isolation_level=None, check_same_thread=False, timeout=busy_timeout_s)
+            self.conn: Any = _Conn(self._raw, target, busy_timeout_s)
             if self.dir is not None:
                 with contextlib.suppress(OSError):
                     os.chmod(target, 0o600)
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             self.conn.execute("PRAGMA foreign_keys = ON")
+            self.conn.execute("PRAGMA secure_delete = ON")
             if self.dir is not None:
                 mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":  # pragma: no cover - filesystem without WAL support
@@ -131,13 +249,16 @@ class SQLiteStore:
         except BaseException as exc:
             # a store that failed to open must not keep its file handle (the caller
             # may move the file away and retry in the same process)
-            conn = getattr(self, "conn", None)
-            if conn is not None:
+            raw = getattr(self, "_raw", None)
+            if raw is not None:
                 with contextlib.suppress(sqlite3.Error):
-                    conn.close()
+                    raw.close()
+            if isinstance(exc, StoreBusyError):
+                raise StoreBusyError(
+                    f"store {target!r} stayed locked by another connection for {busy_timeout_s}s while opening; "
+                    "retry later or raise Config(busy_timeout_s=...)."
+                ) from exc
             if not isinstance(exc, sqlite3.DatabaseError):
-                raise
-            if isinstance(exc, sqlite3.OperationalError) and not _is_locked(exc):
                 raise
             if _is_locked(exc):
                 raise StoreBusyError(f"store {target!r} stayed locked for {busy_timeout_s}s while opening") from exc
@@ -202,46 +323,58 @@ class SQLiteStore:
 
     # ------------------------------------------------------------ transactions
     @contextlib.contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
+    def write(self, timeout_s: float | None = None) -> Iterator[Any]:
         """One write transaction (``BEGIN IMMEDIATE``), retried while locked.
 
-        Everything inside commits together or not at all.
+        Everything inside commits together or not at all. ``timeout_s``
+        overrides ``busy_timeout_s`` for this transaction (e.g. a best-effort
+        cache save on close must not wait 30 s).
         """
+        timeout = self._busy_timeout_s if timeout_s is None else timeout_s
         with self._lock:
-            deadline = time.monotonic() + self._busy_timeout_s
+            deadline = time.monotonic() + timeout
             delay = 0.01
-            while True:
-                try:
-                    self.conn.execute("BEGIN IMMEDIATE")
-                    break
-                except sqlite3.OperationalError as exc:
-                    if not _is_locked(exc) or time.monotonic() >= deadline:
-                        if _is_locked(exc):
-                            raise StoreBusyError(
-                                f"the store stayed locked by another writer for {self._busy_timeout_s}s; "
-                                "retry later or raise Config(busy_timeout_s=...)."
-                            ) from exc
-                        raise
-                    time.sleep(delay * (1 + random.random()))
-                    delay = min(delay * 2, 0.5)
+            if timeout_s is not None:
+                self._raw.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            try:
+                while True:
+                    try:
+                        self._raw.execute("BEGIN IMMEDIATE")
+                        break
+                    except sqlite3.OperationalError as exc:
+                        if not _is_locked(exc) or time.monotonic() >= deadline:
+                            if _is_locked(exc):
+                                raise StoreBusyError(
+                                    f"the store stayed locked by another writer for {timeout}s; "
+                                    "retry later or raise Config(busy_timeout_s=...)."
+                                ) from exc
+                            raise self.conn.translate(exc) from exc
+                        time.sleep(delay * (1 + random.random()))
+                        delay = min(delay * 2, 0.5)
+                    except sqlite3.Error as exc:
+                        raise self.conn.translate(exc) from exc
+            finally:
+                if timeout_s is not None:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._raw.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
             try:
                 yield self.conn
             except BaseException:
                 with contextlib.suppress(sqlite3.Error):
-                    self.conn.execute("ROLLBACK")
+                    self._raw.execute("ROLLBACK")
                 raise
             else:
                 try:
-                    self.conn.execute("COMMIT")
-                except sqlite3.OperationalError as exc:
+                    self._raw.execute("COMMIT")
+                except sqlite3.Error as exc:
                     with contextlib.suppress(sqlite3.Error):
-                        self.conn.execute("ROLLBACK")
-                    if _is_locked(exc):
+                        self._raw.execute("ROLLBACK")
+                    if isinstance(exc, sqlite3.OperationalError) and _is_locked(exc):
                         raise StoreBusyError("the store stayed locked while committing; nothing was stored") from exc
-                    raise
+                    raise self.conn.translate(exc) from exc
 
     @contextlib.contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
+    def read(self) -> Iterator[Any]:
         """A consistent read snapshot (one deferred transaction)."""
         with self._lock:
             if self.conn.in_transaction:  # already inside write(): same snapshot
@@ -258,7 +391,7 @@ class SQLiteStore:
         """Close the connection (idempotent)."""
         with self._lock:
             with contextlib.suppress(sqlite3.Error):
-                self.conn.close()
+                self._raw.close()
 
     # ------------------------------------------------------------------ scopes
     def scope_id(self, name: str, *, create: bool = False) -> int | None:
@@ -533,6 +666,38 @@ class SQLiteStore:
             "vectors": int(n_msg + n_sent),
             "threads": threads,
         }
+
+    def has_messages(self, scope_id: int) -> bool:
+        """Whether the scope still holds a message."""
+        row = self.conn.execute("SELECT 1 FROM messages WHERE scope_id = ? LIMIT 1", (scope_id,)).fetchone()
+        return row is not None
+
+    def purge_scope(self, scope_id: int) -> int:
+        """Remove every row of an emptied scope from every table, then the scope row; return rows removed.
+
+        Must run inside :meth:`write`. Works from the schema itself (every table
+        with a ``scope_id`` column, including tables of later migrations), so
+        no derived record — or the scope's name — outlives the scope's data.
+        """
+        tables = [
+            r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'scopes'")
+        ]
+        pending = [t for t in tables if "scope_id" in {c[1] for c in self.conn.execute(f'PRAGMA table_info("{t}")')}]
+        removed = 0
+        for _ in range(len(pending) + 1):  # a parent table may have to wait until its children are emptied
+            failed = []
+            for table in pending:
+                try:
+                    removed += self.conn.execute(f'DELETE FROM "{table}" WHERE scope_id = ?', (scope_id,)).rowcount
+                except sqlite3.IntegrityError:
+                    failed.append(table)
+            if not failed:
+                break
+            pending = failed
+        else:
+            raise StoreError(f"could not delete scope {scope_id}: rows in {pending} still reference it")
+        self.conn.execute("DELETE FROM scopes WHERE id = ?", (scope_id,))
+        return removed
 
     # ----------------------------------------------------------------- stats
     def scope_stats(self, scope_id: int, name: str) -> ScopeStats:

@@ -1,0 +1,1 @@
+"""Benchmarks: quality and speed against baselines measured in the same run."""

@@ -1,0 +1,162 @@
+"""LangGraph store semantics the adapter must reproduce: namespaces, filters, item text.
+
+These follow ``langgraph.store.memory.InMemoryStore`` (the reference
+implementation) so that :class:`~langchain_sgmem.SGMemStore` and it agree:
+exact-match filters with nested dicts and lists, the ``$eq $ne $gt $gte $lt
+$lte`` operators, and prefix/suffix namespace conditions with ``"*"``
+wildcards.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from langgraph.store.base import InvalidNamespaceError, MatchCondition, get_text_at_path, tokenize_path
+
+from sgmem import InvalidInputError
+
+__all__ = [
+    "OPERATORS",
+    "check_filter",
+    "matches_condition",
+    "matches_filter",
+    "namespace_to_scope",
+    "render_value",
+    "scope_to_namespace",
+    "tokenize_fields",
+]
+
+OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+_SEP = "."
+
+
+# ------------------------------------------------------------------ namespaces
+def namespace_to_scope(namespace: tuple[str, ...]) -> str:
+    """The sgmem scope of a namespace: its labels joined with ``"."``.
+
+    Reversible because labels may not contain ``"."`` or be empty.
+
+    Raises:
+        InvalidNamespaceError: an empty namespace or a bad label.
+    """
+    if not isinstance(namespace, tuple) or not namespace:
+        raise InvalidNamespaceError(
+            f"Namespace must be a non-empty tuple of strings, got {namespace!r}. Example: ('users', 'alice')."
+        )
+    for label in namespace:
+        if not isinstance(label, str) or not label or _SEP in label or "\x00" in label:
+            raise InvalidNamespaceError(
+                f"Invalid namespace label {label!r} in {namespace!r}: labels must be non-empty strings "
+                "without '.' or NUL (SGMemStore maps a namespace to the sgmem scope of its labels joined by '.')."
+            )
+    return _SEP.join(namespace)
+
+
+def scope_to_namespace(scope: str) -> tuple[str, ...] | None:
+    """The namespace a scope encodes, or ``None`` if no namespace maps to it."""
+    labels = tuple(scope.split(_SEP))
+    return None if any(not label for label in labels) else labels
+
+
+def matches_condition(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    """Whether ``namespace`` satisfies a prefix or suffix condition (``"*"`` matches any label)."""
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    if condition.match_type == "prefix":
+        pairs = zip(namespace, path, strict=False)
+    elif condition.match_type == "suffix":
+        pairs = zip(reversed(namespace), reversed(path), strict=False)
+    else:
+        raise InvalidInputError("match_type", condition.match_type, "'prefix' or 'suffix'")
+    return all(p == "*" or n == p for n, p in pairs)
+
+
+# --------------------------------------------------------------------- filters
+def check_filter(filter: Any, field: str = "filter") -> None:
+    """Refuse a filter that is not a dict or uses an unknown ``$`` operator."""
+    if filter is None:
+        return
+    if not isinstance(filter, Mapping):
+        raise InvalidInputError(field, filter, "a dict such as {'status': 'active'} or {'score': {'$gt': 4}}")
+    for key, value in filter.items():
+        if isinstance(value, Mapping):
+            for op in value:
+                if isinstance(op, str) and op.startswith("$") and op not in OPERATORS:
+                    raise InvalidInputError(f"{field}[{key!r}]", op, f"one of the operators {', '.join(OPERATORS)}")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _compare(value: Any, operator: str, operand: Any) -> bool:
+    if operator == "$eq":
+        return bool(value == operand)
+    if operator == "$ne":
+        return bool(value != operand)
+    # ordering: numbers with numbers, strings with strings; anything else never matches
+    if _number(value) and _number(operand):
+        a, b = float(value), float(operand)
+    elif isinstance(value, str) and isinstance(operand, str):
+        a, b = value, operand  # type: ignore[assignment]
+    else:
+        return False
+    if operator == "$gt":
+        return a > b
+    if operator == "$gte":
+        return a >= b
+    if operator == "$lt":
+        return a < b
+    return a <= b  # $lte
+
+
+def _matches_value(value: Any, expected: Any) -> bool:
+    if isinstance(expected, Mapping):
+        if any(isinstance(k, str) and k.startswith("$") for k in expected):
+            return all(_compare(value, op, operand) for op, operand in expected.items())
+        if not isinstance(value, Mapping):
+            return False
+        return all(_matches_value(value.get(k), v) for k, v in expected.items())
+    if isinstance(expected, (list, tuple)):
+        return (
+            isinstance(value, (list, tuple))
+            and len(value) == len(expected)
+            and all(_matches_value(a, b) for a, b in zip(value, expected, strict=True))
+        )
+    return bool(value == expected)
+
+
+def matches_filter(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
+    """Whether an item's value satisfies every condition of ``filter``."""
+    if not filter:
+        return True
+    return all(_matches_value(value.get(key), expected) for key, expected in filter.items())
+
+
+# ------------------------------------------------------------------ item text
+def tokenize_fields(fields: list[str]) -> list[tuple[str, Any]]:
+    """Index field paths, tokenized once (``"$"`` means the whole value)."""
+    return [(f, f if f == "$" else tokenize_path(f)) for f in fields]
+
+
+def _scalar(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def render_value(value: Mapping[str, Any], fields: list[tuple[str, Any]]) -> str:
+    """The text sgmem indexes for an item: the chosen fields of its value.
+
+    ``"$"`` renders the whole value as ``field: value`` lines (strings
+    unquoted, other values as JSON), which reads well in a context block;
+    other paths contribute the text LangGraph would embed for them.
+    """
+    parts: list[str] = []
+    for path, tokens in fields:
+        if path == "$":
+            parts.extend(f"{k}: {_scalar(v)}" for k, v in value.items() if v is not None and v != "")
+        else:
+            parts.extend(get_text_at_path(dict(value), tokens))
+    return "\n".join(p for p in parts if p.strip())

@@ -1,0 +1,241 @@
+"""Agent middleware for ``langchain.agents.create_agent``: recall before the model, remember after the agent."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.runtime import Runtime
+
+from sgmem import InvalidInputError, Memory
+from sgmem.validate import check_int, check_mode, check_name
+
+from ._messages import render_text, role_of, to_sgmem
+from ._util import check_memory
+
+__all__ = ["SGMemMiddleware"]
+
+logger = logging.getLogger(__name__)
+
+#: A scope or thread given as a name or computed from the run's runtime.
+NameSource = str | Callable[[Runtime[Any]], str] | None
+
+
+def _latest_user_text(messages: Sequence[BaseMessage]) -> str | None:
+    for m in reversed(messages):
+        if isinstance(m, HumanMessage):
+            text = m.text
+            return text if text.strip() else None
+    return None
+
+
+def _with_memories(system: SystemMessage | None, block: str) -> SystemMessage:
+    """The system message with the memory block appended (a new message; the original is untouched)."""
+    if system is None:
+        return SystemMessage(content=block)
+    if isinstance(system.content, str):
+        content: Any = f"{system.content}\n\n{block}" if system.content.strip() else block
+    else:
+        content = [*system.content, {"type": "text", "text": block}]
+    return system.model_copy(update={"content": content})
+
+
+class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+    """Long-term memory for ``create_agent``: relevant memories in, each exchange saved.
+
+    Before every model call, the latest user message is the query:
+    :meth:`sgmem.Memory.context` for the scope is appended to the system
+    message the model receives — the agent's state (and checkpoints) are not
+    changed. After the agent finishes, the run's new user and assistant
+    messages are written to the scope, in the thread of the run (the
+    checkpointer's ``thread_id``), so later runs — in any thread of the same
+    scope — can recall them. Writes are idempotent per message id: messages
+    already stored from an earlier run of the thread are skipped.
+
+    Setup:
+        .. code-block:: bash
+
+            pip install 'sgmem[langchain]'
+
+    Instantiate:
+        .. code-block:: python
+
+            import sgmem
+            from langchain_sgmem import SGMemMiddleware
+
+            mem = sgmem.Memory("./memory")
+            memory_middleware = SGMemMiddleware(mem, budget_tokens=800)   # scope from the run's context
+
+    Use:
+        .. code-block:: python
+
+            from langchain.agents import create_agent
+            from langgraph.checkpoint.memory import InMemorySaver
+
+            # `model` is any LangChain chat model, e.g. init_chat_model("openai:gpt-4.1-mini")
+            agent = create_agent(model, tools=[], middleware=[memory_middleware], checkpointer=InMemorySaver())
+            agent.invoke(
+                {"messages": [{"role": "user", "content": "I adopted a cat named Miso."}]},
+                {"configurable": {"thread_id": "chat-1"}},
+                context={"scope": "alice"},
+            )
+            # a new conversation: the model's system message now holds the memory about Miso
+            agent.invoke(
+                {"messages": [{"role": "user", "content": "What is my cat called?"}]},
+                {"configurable": {"thread_id": "chat-2"}},
+                context={"scope": "alice"},
+            )
+
+    Args:
+        memory: the :class:`sgmem.Memory` to read and write.
+        scope: whose memory: a name, a function of the run's ``Runtime``, or
+            ``None`` (default) to read ``context_key`` from the run's context
+            (a dict or an object: ``agent.invoke(..., context={"scope": "alice"})``).
+        context_key: the context field holding the scope when ``scope`` is ``None``.
+        thread: the thread exchanges are written to: a name, a function of the
+            ``Runtime``, or ``None`` (default) for the checkpointer's
+            ``thread_id`` (``"default"`` when the agent has no checkpointer).
+        budget_tokens: the most tokens (cl100k_base) the memories may take.
+        mode: the retrieval mode (default: the memory's configured mode).
+        save_tool_messages: also store tool calls and tool results (default:
+            only user messages and assistant replies with text).
+    """
+
+    def __init__(
+        self,
+        memory: Memory,
+        *,
+        scope: NameSource = None,
+        context_key: str = "scope",
+        thread: NameSource = None,
+        budget_tokens: int = 1000,
+        mode: str | None = None,
+        save_tool_messages: bool = False,
+    ) -> None:
+        super().__init__()
+        self.memory = check_memory(memory)
+        limits = self.memory.config.limits
+        for field, value in (("scope", scope), ("thread", thread)):
+            if isinstance(value, str):
+                check_name(value, field, limits)
+            elif value is not None and not callable(value):
+                raise InvalidInputError(field, value, "a name, a function of the Runtime, or None")
+        self.scope = scope
+        self.thread = thread
+        self.context_key = check_name(context_key, "context_key", limits)
+        self.budget_tokens = check_int(budget_tokens, "budget_tokens", 1)
+        self.mode = check_mode(mode)
+        self.save_tool_messages = bool(save_tool_messages)
+        self.tools = []
+
+    # ------------------------------------------------------------ resolving
+    def _scope(self, runtime: Runtime[Any] | None) -> str:
+        if isinstance(self.scope, str):
+            return self.scope
+        if callable(self.scope):
+            return check_name(self.scope(runtime), "scope(runtime)", self.memory.config.limits)  # type: ignore[arg-type]
+        ctx = getattr(runtime, "context", None)
+        value = ctx.get(self.context_key) if isinstance(ctx, Mapping) else getattr(ctx, self.context_key, None)
+        if value is None:
+            raise InvalidInputError(
+                f"runtime.context.{self.context_key}",
+                ctx,
+                f"a run context with a {self.context_key!r} naming whose memory to use",
+                f"Invoke the agent with context={{{self.context_key!r}: 'alice'}}, "
+                "or create SGMemMiddleware(memory, scope=...).",
+            )
+        return check_name(value, f"runtime.context.{self.context_key}", self.memory.config.limits)
+
+    def _thread(self, runtime: Runtime[Any] | None) -> str:
+        if isinstance(self.thread, str):
+            return self.thread
+        if callable(self.thread):
+            return check_name(self.thread(runtime), "thread(runtime)", self.memory.config.limits)  # type: ignore[arg-type]
+        info = getattr(runtime, "execution_info", None)
+        thread_id = getattr(info, "thread_id", None)
+        return str(thread_id) if thread_id else "default"
+
+    # --------------------------------------------------------------- recall
+    def wrap_model_call(
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
+    ) -> ModelResponse[Any]:
+        """Append the scope's memories relevant to the latest user message to the system message."""
+        query = _latest_user_text(request.messages)
+        if query:
+            block = self.memory.context(
+                query, scope=self._scope(request.runtime), budget_tokens=self.budget_tokens, mode=self.mode
+            )
+            if block:
+                request = request.override(system_message=_with_memories(request.system_message, block))
+        return handler(request)
+
+    async def awrap_model_call(self, request: ModelRequest[Any], handler: Callable[..., Any]) -> ModelResponse[Any]:
+        """Async :meth:`wrap_model_call`."""
+        query = _latest_user_text(request.messages)
+        if query:
+            block = await self.memory.acontext(
+                query, scope=self._scope(request.runtime), budget_tokens=self.budget_tokens, mode=self.mode
+            )
+            if block:
+                request = request.override(system_message=_with_memories(request.system_message, block))
+        return await handler(request)
+
+    # -------------------------------------------------------------- remember
+    def _wanted(self, m: BaseMessage) -> bool:
+        if type(m) is HumanMessage:
+            return True
+        if type(m) is AIMessage:
+            return self.save_tool_messages or bool(m.text.strip())
+        return self.save_tool_messages and type(m) is ToolMessage
+
+    @staticmethod
+    def _message_id(thread: str, m: BaseMessage) -> str | None:
+        """A stable sgmem id for a message of a thread, so re-runs do not store it twice."""
+        if not m.id:
+            return None
+        digest = hashlib.blake2b(f"{thread}\x00{m.id}".encode(), digest_size=12).hexdigest()
+        return f"lc_{digest}"
+
+    def _pending(self, state: AgentState[Any], runtime: Runtime[Any]) -> tuple[str, str, list[dict[str, Any]]]:
+        scope, thread = self._scope(runtime), self._thread(runtime)
+        items = []
+        for i, m in enumerate(state.get("messages", [])):
+            if not isinstance(m, BaseMessage) or not self._wanted(m):
+                continue
+            try:
+                item = to_sgmem(m, f"state.messages[{i}]")
+            except InvalidInputError as exc:
+                # the run is over: keep its text rather than fail it over fields sgmem cannot replay
+                logger.warning("sgmem: storing message %s without exact replay: %s", m.id, exc)
+                item = {"role": role_of(m), "content": render_text(m)}
+            mid = self._message_id(thread, m)
+            if mid is not None:
+                item["id"] = mid
+            items.append(item)
+        return scope, thread, items
+
+    def _new(self, stored: Sequence[Any], items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        known = {m.id for m in stored}
+        return [it for it in items if it.get("id") not in known]
+
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Store the run's new user and assistant messages in the scope."""
+        scope, thread, items = self._pending(state, runtime)
+        ids = [it["id"] for it in items if "id" in it]
+        new = self._new(self.memory.get(scope=scope, message_ids=ids) if ids else [], items)
+        if new:
+            self.memory.add(new, scope=scope, thread=thread)
+        return None
+
+    async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Async :meth:`after_agent`."""
+        scope, thread, items = self._pending(state, runtime)
+        ids = [it["id"] for it in items if "id" in it]
+        new = self._new(await self.memory.aget(scope=scope, message_ids=ids) if ids else [], items)
+        if new:
+            await self.memory.aadd(new, scope=scope, thread=thread)
+        return None

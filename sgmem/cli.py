@@ -1,0 +1,255 @@
+"""The ``sgmem`` command line: demo, ingest, search, context, stats, eval.
+
+Stores default to ``$SGMEM_PATH`` or ``./.sgmem``; pass ``--path`` to choose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidInputError, SgmemError
+
+__all__ = ["main"]
+
+DEFAULT_PATH = ".sgmem"
+
+
+def _default_path() -> str:
+    return os.environ.get("SGMEM_PATH", DEFAULT_PATH)
+
+
+def _memory(path: str | None) -> Any:
+    from .memory import Memory
+
+    return Memory(path)
+
+
+def _print_hit(i: int, hit: Any, out: Any) -> None:
+    when = hit.at.strftime("%Y-%m-%d")
+    text = hit.text if len(hit.text) <= 160 else hit.text[:157] + "..."
+    print(f"  {i}. [{hit.score:.3f}] {when} {hit.speaker}: {text}", file=out)
+    why = hit.why
+    parts = []
+    if why.get("sentence"):
+        parts.append(f"best sentence: {why['sentence']!r}")
+    if why.get("matched"):
+        parts.append(f"matched words: {', '.join(why['matched'])}")
+    if why.get("channels"):
+        ch = why["channels"]
+        parts.append("channels: " + ", ".join(f"{k} {v:.2f}" for k, v in ch.items() if v))
+    if why.get("graph", {}).get("hop"):
+        parts.append(f"reached by graph hop from {why['graph'].get('via_seed')!r}")
+    for p in parts:
+        print(f"       why → {p}", file=out)
+    print(f"       ids: {', '.join(hit.message_ids)} · thread {hit.thread}", file=out)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Ingest the bundled sample conversation and show searches with their ``why``."""
+    data = json.loads(resources.files("sgmem").joinpath("data/demo.json").read_text(encoding="utf-8"))
+    scope = data["scope"]
+    path = args.path
+    print(f"sgmem demo — store: {Path(path).resolve()} (SQLite + FAISS, no server, no API key)")
+    t0 = time.perf_counter()
+    with _memory(path) as mem:
+        mem.delete(scope=scope)  # the demo starts from a clean scope each run
+        n_msgs = n_sents = 0
+        for th in data["threads"]:
+            res = mem.add(th["messages"], scope=scope, thread=th["thread"], at=th["at"])
+            n_msgs += res.messages
+            n_sents += res.sentences
+        print(
+            f"ingested {n_msgs} messages / {n_sents} sentences in {len(data['threads'])} threads "
+            f"({time.perf_counter() - t0:.1f}s, including model load)\n"
+        )
+        for q in data["queries"]:
+            print(f"Q: {q}")
+            for i, hit in enumerate(mem.search(q, scope=scope, k=args.k), 1):
+                _print_hit(i, hit, sys.stdout)
+            print()
+        q = "Plan a weekend for Priya and her sister"
+        print(f"Memory.context({q!r}, budget_tokens=250):\n")
+        print(mem.context(q, scope=scope, budget_tokens=250))
+        st = mem.stats(scope)
+        s = st.scopes[0]
+        print(
+            f"\nstats: {s.messages} messages, {s.sentences} sentences, {s.similarity_edges} similarity edges, "
+            f"{s.chronological_edges} chronological edges, embedder {st.embedder}"
+        )
+    return 0
+
+
+def _load_messages(path: Path, thread: str | None) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Read messages from JSON or JSONL; returns (thread, messages) groups."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InvalidInputError(f"{path}:{n}", line[:60], "one JSON object per line") from exc
+            t = row.pop("thread", None) or thread or "default"
+            groups.setdefault(t, []).append(row)
+        return list(groups.items())
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(str(path), text[:60], "a JSON file") from exc
+    if isinstance(data, list):
+        return [(thread or "default", data)]
+    if isinstance(data, dict) and "threads" in data:
+        return [(t["thread"], [dict(m, at=m.get("at", t.get("at"))) for m in t["messages"]]) for t in data["threads"]]
+    if isinstance(data, dict):
+        return [(str(k), v) for k, v in data.items()]
+    raise InvalidInputError(str(path), type(data).__name__, "a list of messages, or {thread: [messages]}")
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    groups = _load_messages(Path(args.file), args.thread)
+    with _memory(args.path) as mem:
+        total = 0
+        for thread, msgs in groups:
+            res = mem.add(msgs, scope=args.scope, thread=thread)
+            total += res.messages
+            print(f"{thread}: {res.messages} messages, {res.sentences} sentences, {res.edges} edges")
+        print(f"ingested {total} messages into scope {args.scope!r} at {args.path}")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    with _memory(args.path) as mem:
+        hits = mem.search(args.query, scope=args.scope, k=args.k, mode=args.mode)
+        if args.json:
+            print(json.dumps([{**h.__dict__, "at": h.at.isoformat()} for h in hits], indent=2, ensure_ascii=False))
+            return 0
+        if not hits:
+            print(f"no memories found in scope {args.scope!r}")
+        for i, hit in enumerate(hits, 1):
+            _print_hit(i, hit, sys.stdout)
+    return 0
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    with _memory(args.path) as mem:
+        print(mem.context(args.query, scope=args.scope, budget_tokens=args.budget, mode=args.mode))
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with _memory(args.path) as mem:
+        st = mem.stats(args.scope)
+        print(f"store {st.path}: schema {st.schema_version}, embedder {st.embedder} (dim {st.dim})")
+        for s in st.scopes:
+            print(
+                f"  {s.scope}: {s.threads} threads, {s.sessions} sessions, {s.messages} messages, "
+                f"{s.sentences} sentences, {s.similarity_edges} similarity + {s.chronological_edges} "
+                f"chronological edges, {s.tokens} tokens"
+            )
+        if not st.scopes:
+            print("  (empty)")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .embed import default_embedder
+    from .eval import CachingEmbedder, evaluate, render_report
+
+    embedder: Any = default_embedder()
+    if args.cache:
+        embedder = CachingEmbedder(embedder, args.cache)
+    rep = evaluate(
+        args.file,
+        embedder=embedder,
+        limit=args.limit,
+        budgets=tuple(args.budgets),
+        progress=lambda s: print(s, file=sys.stderr),
+    )
+    if isinstance(embedder, CachingEmbedder):
+        embedder.save()
+    report = render_report(rep)
+    print(report)
+    if args.out:
+        Path(args.out).write_text(report + "\n", encoding="utf-8")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sgmem", description="Long-term memory for LLM agents (no server, no LLM needed).")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def with_path(sp: argparse.ArgumentParser, default: str | None = None) -> None:
+        sp.add_argument("--path", default=default or _default_path(), help="store directory (default $SGMEM_PATH or ./.sgmem)")
+
+    d = sub.add_parser("demo", help="ingest a bundled sample conversation and run searches")
+    with_path(d, default=os.environ.get("SGMEM_PATH", ".sgmem-demo"))
+    d.add_argument("--k", type=int, default=3)
+    d.set_defaults(func=cmd_demo)
+
+    i = sub.add_parser("ingest", help="add messages from a JSON/JSONL file")
+    i.add_argument("file")
+    i.add_argument("--scope", required=True)
+    i.add_argument("--thread", default=None, help="thread for files without thread names")
+    with_path(i)
+    i.set_defaults(func=cmd_ingest)
+
+    s = sub.add_parser("search", help="search a scope")
+    s.add_argument("query")
+    s.add_argument("--scope", required=True)
+    s.add_argument("--k", type=int, default=5)
+    s.add_argument("--mode", default=None)
+    s.add_argument("--json", action="store_true", help="print hits as JSON")
+    with_path(s)
+    s.set_defaults(func=cmd_search)
+
+    c = sub.add_parser("context", help="print the budgeted context block for a query")
+    c.add_argument("query")
+    c.add_argument("--scope", required=True)
+    c.add_argument("--budget", type=int, default=1000)
+    c.add_argument("--mode", default=None)
+    with_path(c)
+    c.set_defaults(func=cmd_context)
+
+    st = sub.add_parser("stats", help="counts per scope")
+    st.add_argument("--scope", default=None)
+    with_path(st)
+    st.set_defaults(func=cmd_stats)
+
+    e = sub.add_parser("eval", help="evaluate retrieval on a benchmark")
+    esub = e.add_subparsers(dest="benchmark", required=True)
+    lo = esub.add_parser("locomo", help="LoCoMo evidence recall@k with baselines, no LLM")
+    lo.add_argument("file", help="LoCoMo JSON (e.g. ../shared/data/locomo/locomo-dev.json)")
+    lo.add_argument("--limit", type=int, default=None, help="only the first N conversations")
+    lo.add_argument("--budgets", type=int, nargs="+", default=[1000], help="context budgets to measure")
+    lo.add_argument("--cache", default=None, help="directory for an embedding cache (faster re-runs)")
+    lo.add_argument("--out", default=None, help="also write the Markdown report here")
+    lo.set_defaults(func=cmd_eval)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``sgmem`` command."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except SgmemError as exc:
+        print(f"sgmem: error: {exc}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:
+        print(f"sgmem: error: {exc.filename}: no such file", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
