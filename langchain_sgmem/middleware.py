@@ -160,6 +160,12 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         return str(thread_id) if thread_id else "default"
 
     # --------------------------------------------------------------- recall
+    def _in_prompt(self, request: ModelRequest[Any]) -> list[str]:
+        """sgmem ids of the messages the model already sees, so memory does not repeat them."""
+        thread = self._thread(request.runtime)
+        ids = (self._message_id(thread, m) for m in request.messages if isinstance(m, BaseMessage))
+        return [i for i in ids if i is not None]
+
     def wrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
     ) -> ModelResponse[Any]:
@@ -167,7 +173,11 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         query = _latest_user_text(request.messages)
         if query:
             block = self.memory.context(
-                query, scope=self._scope(request.runtime), budget_tokens=self.budget_tokens, mode=self.mode
+                query,
+                scope=self._scope(request.runtime),
+                budget_tokens=self.budget_tokens,
+                mode=self.mode,
+                exclude_message_ids=self._in_prompt(request),
             )
             if block:
                 request = request.override(system_message=_with_memories(request.system_message, block))
@@ -178,7 +188,11 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         query = _latest_user_text(request.messages)
         if query:
             block = await self.memory.acontext(
-                query, scope=self._scope(request.runtime), budget_tokens=self.budget_tokens, mode=self.mode
+                query,
+                scope=self._scope(request.runtime),
+                budget_tokens=self.budget_tokens,
+                mode=self.mode,
+                exclude_message_ids=self._in_prompt(request),
             )
             if block:
                 request = request.override(system_message=_with_memories(request.system_message, block))

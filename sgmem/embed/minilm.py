@@ -11,6 +11,7 @@ Both 2 and 3 record the same name, so either opens the same store.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Sequence
@@ -96,6 +97,10 @@ class SentenceTransformerEmbedder:
                     # the bundled copy is complete: never ask a hub
                     os.environ.setdefault("HF_HUB_OFFLINE", "1")
                     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                with contextlib.suppress(Exception):  # a library's progress bars are noise in an app's logs
+                    from transformers.utils import logging as hf_logging
+
+                    hf_logging.disable_progress_bar()
                 self._model = SentenceTransformer(self._source, device=self._device)
                 got = _dimension(self._model)
                 if self.dim and got != self.dim:

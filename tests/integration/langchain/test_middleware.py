@@ -159,3 +159,15 @@ def test_bad_construction(memory: sgmem.Memory) -> None:
         SGMemMiddleware(memory, budget_tokens=0)
     with pytest.raises(sgmem.InvalidInputError, match="thread"):
         SGMemMiddleware(memory, thread=42)  # type: ignore[arg-type]
+
+
+def test_messages_already_in_the_prompt_are_not_repeated_as_memories(
+    memory: sgmem.Memory, model: RecordingChatModel
+) -> None:
+    agent = agent_for(model, SGMemMiddleware(memory, scope="alice"))
+    agent.invoke(say(FACT), thread("A"))
+    agent.invoke(say(QUESTION), thread("A"))  # same thread: the fact is already in the conversation
+    assert any("Miso" in m.text for m in model.calls[-1][1:])
+    assert "Miso" not in model.system_text()
+    agent.invoke(say(QUESTION), thread("B"))  # another thread: the fact comes from memory
+    assert "Miso" in model.system_text()
