@@ -1,0 +1,179 @@
+"""``SGMemChatStore``: a LlamaIndex ``BaseChatStore`` kept in an sgmem store."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.storage.chat_store.base import BaseChatStore
+
+import sgmem
+from sgmem.errors import InvalidInputError
+
+from ._messages import check_key, check_memory, check_message, check_messages, from_sgmem
+
+__all__ = ["DEFAULT_SCOPE", "SGMemChatStore"]
+
+#: The scope a chat store uses when none is given.
+DEFAULT_SCOPE = "llama_index"
+
+
+def _same(stored: sgmem.Message, new: dict[str, Any]) -> bool:
+    return stored.role == new["role"] and stored.content == new["content"] and stored.metadata == new["metadata"]
+
+
+class SGMemChatStore(BaseChatStore):
+    """LlamaIndex chat histories stored, indexed and searchable in sgmem.
+
+    Each chat-store key is a thread of one sgmem scope, so everything written
+    here is also long-term memory that :class:`SGMemRetriever`,
+    :class:`SGMemMemory` and ``sgmem.Memory.search`` can recall. Messages are
+    replayed exactly (role, blocks, ``additional_kwargs``).
+
+    Semantics follow ``SimpleChatStore`` (a shared contract test proves it):
+    ``set_messages`` replaces, ``add_message`` appends (or inserts at ``idx``),
+    ``delete_message(key, idx)`` deletes by *position* (negative positions
+    count from the end) and returns the message, or ``None`` when the key or
+    position does not exist. Differences: keys must be non-empty strings (an
+    empty key is an :class:`sgmem.InvalidInputError`, nothing is stored), and a
+    key whose messages were all deleted, or set to ``[]``, no longer appears in
+    :meth:`get_keys` (sgmem has no empty threads).
+
+    Setup:
+        ``pip install 'sgmem[llama-index]'``
+
+    Instantiate:
+        >>> import sgmem                                             # doctest: +SKIP
+        >>> store = SGMemChatStore(memory=sgmem.Memory("./memory"), scope="alice")
+
+    Use:
+        >>> from llama_index.core.llms import ChatMessage            # doctest: +SKIP
+        >>> store.add_message("chat-1", ChatMessage(role="user", content="Hi, I'm Alice."))
+        >>> store.get_messages("chat-1")[0].content
+        "Hi, I'm Alice."
+
+    Args:
+        memory: the sgmem store.
+        scope: whose memory the keys belong to (default ``"llama_index"``).
+    """
+
+    scope: str = Field(default=DEFAULT_SCOPE, description="The sgmem scope whose threads are the chat-store keys.")
+    _memory: sgmem.Memory = PrivateAttr()
+
+    def __init__(self, memory: sgmem.Memory, scope: str = DEFAULT_SCOPE) -> None:
+        memory = check_memory(memory)
+        super().__init__(scope=check_key(scope, "scope", memory))  # type: ignore[call-arg]  # pydantic fields; mypy runs without the pydantic plugin
+        self._memory = memory
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Name used by LlamaIndex serialisation."""
+        return "SGMemChatStore"
+
+    @property
+    def memory(self) -> sgmem.Memory:
+        """The sgmem store behind this chat store."""
+        return self._memory
+
+    def _key(self, key: Any) -> str:
+        return check_key(key, "key", self._memory)
+
+    def _stored(self, key: str, limit: int | None = None) -> list[sgmem.Message]:
+        return self._memory.messages(scope=self.scope, thread=key, limit=limit)
+
+    # ------------------------------------------------------------------ write
+    def set_messages(self, key: str, messages: list[ChatMessage]) -> None:
+        """Replace the messages of ``key`` (``[]`` clears it).
+
+        Messages already stored as the head of the new list are kept as they
+        are (same ids and times), so re-setting a history with new messages at
+        the end only adds those. Otherwise the thread is deleted and written
+        again; the new messages are validated first, so bad input changes nothing.
+        """
+        key = self._key(key)
+        new = check_messages(messages, "messages", self._memory)
+        stored = self._stored(key)
+        if len(stored) <= len(new) and all(_same(s, n) for s, n in zip(stored, new, strict=False)):
+            if len(new) > len(stored):
+                self._memory.add(new[len(stored) :], scope=self.scope, thread=key)
+            return
+        self._memory.delete(scope=self.scope, thread=key)
+        if new:
+            self._memory.add(new, scope=self.scope, thread=key)
+
+    def add_message(self, key: str, message: ChatMessage, idx: int | None = None) -> None:
+        """Append ``message`` to ``key``, or insert it before position ``idx`` (as ``list.insert``)."""
+        key = self._key(key)
+        if idx is not None and (isinstance(idx, bool) or not isinstance(idx, int)):
+            raise InvalidInputError("idx", idx, "an int position or None (append)")
+        new = check_message(message, "message", self._memory)
+        if idx is None:
+            self._memory.add([new], scope=self.scope, thread=key)
+            return
+        stored = self._stored(key)
+        pos = idx if idx >= 0 else max(0, len(stored) + idx)
+        if pos >= len(stored):
+            self._memory.add([new], scope=self.scope, thread=key)
+            return
+        # sgmem keeps a thread in insertion order: rewrite the tail after the new message,
+        # with its ids, times and metadata, and date the new message like its successor.
+        tail = stored[pos:]
+        new["at"] = tail[0].at
+        self._memory.delete(scope=self.scope, message_ids=[m.id for m in tail if m.id])
+        self._memory.add([new, *tail], scope=self.scope, thread=key)
+
+    def add_messages(self, key: str, messages: list[ChatMessage]) -> None:
+        """Append several messages to ``key`` in one transaction (all or none)."""
+        key = self._key(key)
+        new = check_messages(messages, "messages", self._memory)
+        if new:
+            self._memory.add(new, scope=self.scope, thread=key)
+
+    async def async_add_messages(self, key: str, messages: list[ChatMessage]) -> None:
+        """Async :meth:`add_messages`."""
+        await asyncio.to_thread(self.add_messages, key, messages)
+
+    # ------------------------------------------------------------------- read
+    def get_messages(self, key: str) -> list[ChatMessage]:
+        """The messages of ``key``, oldest first (``[]`` for an unknown key)."""
+        return [from_sgmem(m) for m in self._stored(self._key(key))]
+
+    def get_keys(self) -> list[str]:
+        """The keys (threads) holding messages, in order of their first message."""
+        return self._memory.threads(scope=self.scope)
+
+    # ----------------------------------------------------------------- delete
+    def delete_messages(self, key: str) -> list[ChatMessage] | None:
+        """Delete every message of ``key``; return them, or ``None`` for an unknown key."""
+        key = self._key(key)
+        stored = self._stored(key)
+        if not stored:
+            return None
+        self._memory.delete(scope=self.scope, thread=key)
+        return [from_sgmem(m) for m in stored]
+
+    def delete_message(self, key: str, idx: int) -> ChatMessage | None:
+        """Delete the message at position ``idx`` of ``key`` and return it.
+
+        Negative positions count from the end. Returns ``None`` (and deletes
+        nothing) when the key or the position does not exist.
+        """
+        key = self._key(key)
+        if isinstance(idx, bool) or not isinstance(idx, int):
+            raise InvalidInputError("idx", idx, "an int position in the key's messages")
+        stored = self._stored(key)
+        if not -len(stored) <= idx < len(stored):
+            return None
+        return self._delete_one(stored[idx])
+
+    def delete_last_message(self, key: str) -> ChatMessage | None:
+        """Delete the last message of ``key`` and return it (``None`` for an unknown key)."""
+        stored = self._stored(self._key(key), limit=1)
+        return self._delete_one(stored[0]) if stored else None
+
+    def _delete_one(self, message: sgmem.Message) -> ChatMessage:
+        assert message.id is not None  # every stored message has an id
+        self._memory.delete(scope=self.scope, message_ids=[message.id])
+        return from_sgmem(message)

@@ -1,0 +1,242 @@
+"""``SGMemMemory``: sgmem as the ``memory=`` of LlamaIndex chat engines and agents."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.llms.llm import LLM
+from llama_index.core.memory.types import BaseMemory
+from llama_index.core.utils import get_tokenizer
+
+import sgmem
+from sgmem.errors import InvalidInputError
+from sgmem.validate import check_int, check_mode
+
+from ._messages import check_key, check_memory, from_sgmem, query_text
+from .chat_store import SGMemChatStore
+
+__all__ = ["DEFAULT_CONTEXT_TEMPLATE", "DEFAULT_CONTEXT_TOKENS", "DEFAULT_TOKEN_LIMIT", "SGMemMemory"]
+
+#: Tokens of recent thread messages :meth:`SGMemMemory.get` returns by default (as ``ChatMemoryBuffer``).
+DEFAULT_TOKEN_LIMIT = 3000
+#: Token budget of the long-term context system message by default.
+DEFAULT_CONTEXT_TOKENS = 1000
+#: The system message that carries long-term context; ``{context}`` is replaced by sgmem's block.
+DEFAULT_CONTEXT_TEMPLATE = (
+    "Memories from earlier conversations with this user follow. Use them when they are relevant.\n\n{context}"
+)
+_TOKEN_LIMIT_RATIO = 0.75  # of an LLM's context window, as ChatMemoryBuffer.from_defaults
+_FROM_DEFAULTS_EXTRAS = ("context_tokens", "mode", "context_template", "tokenizer_fn")
+
+
+def _new_thread() -> str:
+    return f"thread-{uuid.uuid4().hex}"
+
+
+class SGMemMemory(BaseMemory):
+    """Chat memory for LlamaIndex engines and agents: the thread's recent messages plus long-term recall.
+
+    :meth:`get` returns the most recent messages of ``thread`` that fit in
+    ``token_limit`` (dropped from the oldest, never starting on an assistant or
+    tool message, as ``ChatMemoryBuffer``) and, first, a system message with
+    what sgmem recalls from the whole ``scope`` - every earlier thread, and the
+    parts of this one that no longer fit - for the query: ``input`` when the
+    caller gives it, else the thread's latest user message (chat engines such
+    as ``SimpleChatEngine`` and agents call ``get()`` without ``input``).
+    Messages already in the window are not repeated in the recalled context.
+    Other scopes are never read. The two budgets are separate: at most
+    ``token_limit`` tokens of thread messages plus ``context_tokens`` of
+    recalled context.
+
+    Writes go straight to sgmem (``put``, ``put_messages``); ``set`` replaces
+    the thread's history and ``reset`` deletes it. Async twins run in a worker
+    thread and never block the event loop.
+
+    Setup:
+        ``pip install 'sgmem[llama-index]'``
+
+    Instantiate:
+        >>> import sgmem                                              # doctest: +SKIP
+        >>> from llama_index_sgmem import SGMemMemory
+        >>> memory = SGMemMemory.from_defaults(memory=sgmem.Memory("./memory"), scope="alice", thread="chat-2")
+
+    Use:
+        >>> from llama_index.core.chat_engine import SimpleChatEngine   # doctest: +SKIP
+        >>> engine = SimpleChatEngine.from_defaults(llm=llm, memory=memory)
+        >>> engine.chat("What is my cat called?")  # recalls what Alice said in chat-1
+
+    Args:
+        memory: the sgmem store.
+        scope: whose memory this is (a user, a tenant); scopes never mix.
+        thread: this conversation (default: a new unique name).
+        token_limit: tokens of recent thread messages returned by :meth:`get`.
+        context_tokens: token budget of the recalled context (0 disables it).
+        mode: sgmem retrieval mode (``None``: the store's default).
+        context_template: the system message; ``{context}`` is replaced by the
+            recalled block.
+        tokenizer_fn: counts tokens for ``token_limit`` (LlamaIndex's default tokenizer).
+    """
+
+    scope: str = Field(description="The sgmem scope (user or tenant) of this memory.")
+    thread: str = Field(default_factory=_new_thread, description="The sgmem thread of this conversation.")
+    token_limit: int = Field(default=DEFAULT_TOKEN_LIMIT, description="Tokens of recent thread messages returned.")
+    context_tokens: int = Field(default=DEFAULT_CONTEXT_TOKENS, description="Token budget of recalled context.")
+    mode: str | None = Field(default=None, description="sgmem retrieval mode; None for the store's default.")
+    context_template: str = Field(default=DEFAULT_CONTEXT_TEMPLATE, description="System message; {context} is filled.")
+    tokenizer_fn: Callable[[str], list] = Field(default_factory=get_tokenizer, exclude=True)
+    _store: SGMemChatStore = PrivateAttr()
+
+    def __init__(
+        self,
+        *,
+        memory: sgmem.Memory,
+        scope: str,
+        thread: str | None = None,
+        token_limit: int = DEFAULT_TOKEN_LIMIT,
+        context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+        mode: str | None = None,
+        context_template: str = DEFAULT_CONTEXT_TEMPLATE,
+        tokenizer_fn: Callable[[str], list] | None = None,
+    ) -> None:
+        memory = check_memory(memory)
+        if not isinstance(context_template, str) or "{context}" not in context_template:
+            raise InvalidInputError("context_template", context_template, "a string containing '{context}'")
+        super().__init__(  # type: ignore[call-arg]  # pydantic fields; mypy runs without the pydantic plugin
+            scope=check_key(scope, "scope", memory),
+            thread=check_key(thread, "thread", memory) if thread is not None else _new_thread(),
+            token_limit=check_int(token_limit, "token_limit", 1),
+            context_tokens=check_int(context_tokens, "context_tokens", 0),
+            mode=check_mode(mode),
+            context_template=context_template,
+            tokenizer_fn=tokenizer_fn or get_tokenizer(),
+        )
+        self._store = SGMemChatStore(memory=memory, scope=self.scope)
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Name used by LlamaIndex serialisation."""
+        return "SGMemMemory"
+
+    @classmethod
+    def from_defaults(  # type: ignore[override]
+        cls,
+        memory: sgmem.Memory | None = None,
+        scope: str | None = None,
+        thread: str | None = None,
+        token_limit: int | None = None,
+        chat_history: list[ChatMessage] | None = None,
+        llm: LLM | None = None,
+        **kwargs: Any,
+    ) -> SGMemMemory:
+        """Build the memory from what LlamaIndex engines pass.
+
+        ``token_limit`` defaults to 75% of ``llm``'s context window when an LLM
+        is given (as ``ChatMemoryBuffer``), else 3000. ``chat_history`` replaces
+        the thread's stored history. Other keyword arguments:
+        ``context_tokens``, ``mode``, ``context_template``, ``tokenizer_fn``.
+        """
+        if memory is None or scope is None:
+            raise InvalidInputError(
+                "memory" if memory is None else "scope",
+                None,
+                "an sgmem.Memory and a scope name",
+                "Pass both: SGMemMemory.from_defaults(memory=sgmem.Memory('./memory'), scope='user-42').",
+            )
+        unknown = sorted(set(kwargs) - set(_FROM_DEFAULTS_EXTRAS))
+        if unknown:
+            raise InvalidInputError("from_defaults(**kwargs)", unknown, f"only {', '.join(_FROM_DEFAULTS_EXTRAS)}")
+        if token_limit is None:
+            token_limit = (
+                int(llm.metadata.context_window * _TOKEN_LIMIT_RATIO) if llm is not None else DEFAULT_TOKEN_LIMIT
+            )
+        mem = cls(memory=memory, scope=scope, thread=thread, token_limit=token_limit, **kwargs)
+        if chat_history is not None:
+            mem.set(chat_history)
+        return mem
+
+    @property
+    def memory(self) -> sgmem.Memory:
+        """The sgmem store behind this memory."""
+        return self._store.memory
+
+    @property
+    def chat_store(self) -> SGMemChatStore:
+        """This memory's thread as a chat store (key = ``thread``)."""
+        return self._store
+
+    # ------------------------------------------------------------------- read
+    def _tokens(self, message: ChatMessage) -> int:
+        return len(self.tokenizer_fn(str(message.content or "")))
+
+    def _window(self, msgs: list[ChatMessage], budget: int) -> int:
+        """Where the newest messages within ``budget`` tokens start, as ``ChatMemoryBuffer.get`` picks them."""
+        tokens = [self._tokens(m) for m in msgs]
+        start, total = 0, sum(tokens)
+        while total > budget and start < len(msgs) - 1:
+            total -= tokens[start]
+            start += 1
+            # a window never opens on an assistant or tool message (its user turn is gone)
+            while start < len(msgs) - 1 and msgs[start].role in (MessageRole.ASSISTANT, MessageRole.TOOL):
+                total -= tokens[start]
+                start += 1
+        return len(msgs) - 1 if total > budget else start
+
+    def get(
+        self, input: str | ChatMessage | None = None, initial_token_count: int = 0, **kwargs: Any
+    ) -> list[ChatMessage]:
+        """Recalled context (a system message, when any) plus the thread's recent messages.
+
+        Args:
+            input: the query for long-term recall; default the thread's latest
+                user message.
+            initial_token_count: tokens the caller already spends (prefix
+                messages); taken from ``token_limit``.
+        """
+        initial_token_count = check_int(initial_token_count, "initial_token_count", 0, self.token_limit)
+        mem, scope = self.memory, self.scope
+        stored = mem.messages(scope=scope, thread=self.thread)
+        msgs = [from_sgmem(m) for m in stored]
+        start = self._window(msgs, self.token_limit - initial_token_count) if msgs else 0
+        window, out = stored[start:], msgs[start:]
+        query = query_text(input)
+        if not query:
+            query = next((query_text(m) for m in reversed(msgs) if m.role == MessageRole.USER), "")
+        if query and self.context_tokens > 0:
+            recalled = mem.context(
+                query,
+                scope=scope,
+                budget_tokens=self.context_tokens,
+                mode=self.mode,
+                exclude_message_ids=[m.id for m in window if m.id],
+            )
+            if recalled:
+                out.insert(
+                    0,
+                    ChatMessage(role=MessageRole.SYSTEM, content=self.context_template.replace("{context}", recalled)),
+                )
+        return out
+
+    def get_all(self) -> list[ChatMessage]:
+        """Every message of the thread, oldest first."""
+        return self._store.get_messages(self.thread)
+
+    # ------------------------------------------------------------------ write
+    def put(self, message: ChatMessage) -> None:
+        """Store one message in the thread (and index it for recall)."""
+        self._store.add_message(self.thread, message)
+
+    def put_messages(self, messages: list[ChatMessage]) -> None:
+        """Store several messages in one transaction (all or none)."""
+        self._store.add_messages(self.thread, messages)
+
+    def set(self, messages: list[ChatMessage]) -> None:
+        """Replace the thread's history with ``messages``."""
+        self._store.set_messages(self.thread, messages)
+
+    def reset(self) -> None:
+        """Delete the thread's messages (other threads of the scope stay)."""
+        self._store.delete_messages(self.thread)

@@ -1,0 +1,109 @@
+"""``SGMemRetriever``: sgmem search as a LlamaIndex ``BaseRetriever``."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+import sgmem
+from sgmem.validate import check_int, check_mode
+
+from ._messages import check_key, check_memory
+
+__all__ = ["SGMemRetriever"]
+
+_NODE_NAMESPACE = uuid.UUID("6d1c3a52-3f7e-4c8e-9a55-0b7e9f1f6a10")
+#: Metadata the LLM sees with each node (the rest is for code: ids, scores, provenance).
+_LLM_KEYS = ("at", "speaker")
+
+
+class SGMemRetriever(BaseRetriever):
+    """Retrieve a scope's memories with sgmem, as LlamaIndex nodes.
+
+    Each :class:`sgmem.Hit` becomes a ``NodeWithScore`` whose ``TextNode``
+    carries the memory's text and, in ``metadata``: ``score``, ``message_ids``
+    (the source messages), ``thread``, ``at`` (ISO-8601), ``kind`` (turn,
+    round, session, sentence), ``speaker``, ``why`` (how it was found) and
+    ``scope``. Only ``at`` and ``speaker`` are shown to the LLM. Node ids are
+    stable: the same memory gets the same id on every call.
+
+    Setup:
+        ``pip install 'sgmem[llama-index]'``
+
+    Instantiate:
+        >>> import sgmem                                              # doctest: +SKIP
+        >>> retriever = SGMemRetriever(memory=sgmem.Memory("./memory"), scope="alice", k=4)
+
+    Use:
+        >>> nodes = retriever.retrieve("What is my cat called?")      # doctest: +SKIP
+        >>> nodes[0].node.metadata["thread"]
+        'chat-1'
+
+    Args:
+        memory: the sgmem store.
+        scope: whose memories to search; other scopes are never read.
+        k: how many nodes to return.
+        mode: ``"hybrid"``, ``"vector"``, ``"graph"`` or ``"bm25"`` (``None``:
+            the store's default).
+        threads: only search these threads (default: all of the scope).
+    """
+
+    def __init__(
+        self,
+        memory: sgmem.Memory,
+        scope: str,
+        k: int = 4,
+        mode: str | None = None,
+        threads: Iterable[str] | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        self._memory = check_memory(memory)
+        self.scope = check_key(scope, "scope", memory)
+        self.k = check_int(k, "k", 1, memory.config.limits.max_k)
+        self.mode = check_mode(mode)
+        if threads is not None and (isinstance(threads, str) or not isinstance(threads, Iterable)):
+            raise sgmem.InvalidInputError("threads", threads, "a list of thread names or None")
+        self.threads = [check_key(t, "threads[]", memory) for t in threads] if threads is not None else None
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @property
+    def memory(self) -> sgmem.Memory:
+        """The sgmem store searched."""
+        return self._memory
+
+    def _search_kwargs(self) -> dict[str, Any]:
+        return {"scope": self.scope, "k": self.k, "mode": self.mode, "threads": self.threads}
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return [self._node(h) for h in self._memory.search(query_bundle.query_str, **self._search_kwargs())]
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        hits = await self._memory.asearch(query_bundle.query_str, **self._search_kwargs())
+        return [self._node(h) for h in hits]
+
+    def _node(self, hit: sgmem.Hit) -> NodeWithScore:
+        metadata = {
+            "score": hit.score,
+            "message_ids": list(hit.message_ids),
+            "thread": hit.thread,
+            "at": hit.at.isoformat(),
+            "kind": hit.kind,
+            "speaker": hit.speaker,
+            "why": hit.why,
+            "scope": self.scope,
+        }
+        key = "\x1f".join((self.scope, hit.kind, *hit.message_ids, hit.text))
+        node = TextNode(
+            id_=str(uuid.uuid5(_NODE_NAMESPACE, key)),
+            text=hit.text,
+            metadata=metadata,
+            excluded_embed_metadata_keys=list(metadata),
+            excluded_llm_metadata_keys=[k for k in metadata if k not in _LLM_KEYS],
+        )
+        return NodeWithScore(node=node, score=hit.score)

@@ -1,0 +1,1 @@
+"""Integration tests of the LlamaIndex adapters (offline: LlamaIndex's mock LLMs)."""
