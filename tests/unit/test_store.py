@@ -1,0 +1,176 @@
+"""The durable store on disk: SQLite WAL, permissions, identity, refusal of foreign stores."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+import sgmem
+from sgmem.store import DB_FILENAME, SCHEMA_VERSION
+
+from .helpers import HashEmbedder
+
+
+def _mode(p: Path) -> int:
+    return stat.S_IMODE(os.stat(p).st_mode)
+
+
+def _open_handles(path: Path) -> int:
+    """File descriptors of this process open on ``path`` (Linux)."""
+    target = str(path.resolve())
+    n = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") == target:
+                n += 1
+        except OSError:
+            pass
+    return n
+
+
+def test_store_is_sqlite_in_wal_mode(store_path: Path) -> None:
+    with sgmem.Memory(store_path, embedder=HashEmbedder()) as mem:
+        mem.add({"role": "user", "content": "hello"}, scope="s", thread="t")
+        db = store_path / DB_FILENAME
+        assert db.is_file()
+        con = sqlite3.connect(db)
+        try:
+            assert con.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal"
+            assert con.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 1
+        finally:
+            con.close()
+
+
+def test_store_records_its_identity(store_path: Path) -> None:
+    emb = HashEmbedder(name="fake-a", dim=8)
+    with sgmem.Memory(store_path, embedder=emb):
+        pass
+    con = sqlite3.connect(store_path / DB_FILENAME)
+    try:
+        meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+    finally:
+        con.close()
+    assert meta["embedder"] == "fake-a"
+    assert meta["dim"] == "8"
+    assert meta["schema_version"] == str(SCHEMA_VERSION)
+    assert meta["library_version"] == sgmem.__version__
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_store_directory_and_files_are_private(store_path: Path) -> None:
+    with sgmem.Memory(store_path, embedder=HashEmbedder()) as mem:
+        mem.add({"role": "user", "content": "secret"}, scope="s", thread="t")
+        mem.search("secret", scope="s")
+    assert _mode(store_path) == 0o700
+    assert _mode(store_path / DB_FILENAME) == 0o600
+    assert _mode(store_path / "faiss") == 0o700
+
+
+def test_nested_directories_are_created(tmp_path: Path) -> None:
+    deep = tmp_path / "a" / "b" / "c"
+    with sgmem.Memory(deep, embedder=HashEmbedder()):
+        pass
+    assert (deep / DB_FILENAME).is_file()
+
+
+def test_other_embedder_name_is_refused(store_path: Path, embedder: sgmem.Embedder) -> None:
+    with sgmem.Memory(store_path, embedder=embedder) as mem:
+        mem.add({"role": "user", "content": "hello there"}, scope="s", thread="t")
+    other = HashEmbedder(name="fake-other", dim=8)
+    with pytest.raises(sgmem.EmbedderMismatchError) as err:
+        sgmem.Memory(store_path, embedder=other)
+    assert embedder.name in str(err.value) and "fake-other" in str(err.value)
+    # the store is unharmed and still opens with its own embedder
+    with sgmem.Memory(store_path, embedder=embedder) as mem:
+        assert [m.content for m in mem.messages(scope="s")] == ["hello there"]
+
+
+def test_same_name_other_dimension_is_refused(store_path: Path) -> None:
+    with sgmem.Memory(store_path, embedder=HashEmbedder(name="fake", dim=8)):
+        pass
+    with pytest.raises(sgmem.EmbedderMismatchError, match="dim"):
+        sgmem.Memory(store_path, embedder=HashEmbedder(name="fake", dim=16))
+
+
+def test_same_embedder_reopens(store_path: Path) -> None:
+    with sgmem.Memory(store_path, embedder=HashEmbedder(name="fake", dim=8)) as mem:
+        mem.add({"role": "user", "content": "kept"}, scope="s", thread="t")
+    with sgmem.Memory(store_path, embedder=HashEmbedder(name="fake", dim=8)) as mem:
+        assert mem.stats().messages == 1
+
+
+def test_newer_schema_is_refused_and_left_as_is(store_path: Path) -> None:
+    with sgmem.Memory(store_path, embedder=HashEmbedder()) as mem:
+        mem.add({"role": "user", "content": "kept"}, scope="s", thread="t")
+    con = sqlite3.connect(store_path / DB_FILENAME)
+    con.execute("INSERT INTO migrations (name, applied_at) VALUES ('9999_from_the_future', '2099-01-01')")
+    con.commit()
+    con.close()
+    with pytest.raises(sgmem.SchemaVersionError) as err:
+        sgmem.Memory(store_path, embedder=HashEmbedder())
+    assert "9999_from_the_future" in str(err.value)
+    assert "newer" in str(err.value) and "Upgrade" in str(err.value)
+    con = sqlite3.connect(store_path / DB_FILENAME)
+    try:
+        names = {r[0] for r in con.execute("SELECT name FROM migrations")}
+        assert "9999_from_the_future" in names
+        assert con.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 1
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"this is not a database at all " * 300,
+        b"SQLite format 3\x00" + bytes(range(256)) * 20,
+        os.urandom(8192),
+    ],
+    ids=["text", "bad-header", "random"],
+)
+def test_a_garbage_database_is_reported_and_left_untouched(store_path: Path, garbage: bytes) -> None:
+    store_path.mkdir(parents=True)
+    db = store_path / DB_FILENAME
+    db.write_bytes(garbage)
+    with pytest.raises(sgmem.CorruptStoreError) as err:
+        sgmem.Memory(store_path, embedder=HashEmbedder())
+    assert str(db) in str(err.value)
+    assert db.read_bytes() == garbage
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_a_store_that_fails_to_open_releases_its_file(store_path: Path) -> None:
+    with sgmem.Memory(store_path, embedder=HashEmbedder(name="a")):
+        pass
+    db = store_path / DB_FILENAME
+    with pytest.raises(sgmem.EmbedderMismatchError):
+        sgmem.Memory(store_path, embedder=HashEmbedder(name="b"))
+    assert _open_handles(db) == 0
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO migrations (name, applied_at) VALUES ('9999_future', 'x')")
+    con.commit()
+    con.close()
+    with pytest.raises(sgmem.SchemaVersionError):
+        sgmem.Memory(store_path, embedder=HashEmbedder(name="a"))
+    assert _open_handles(db) == 0
+    db.write_bytes(b"garbage" * 1000)
+    with pytest.raises(sgmem.CorruptStoreError):
+        sgmem.Memory(store_path, embedder=HashEmbedder(name="a"))
+    assert _open_handles(db) == 0
+
+
+def test_two_memories_on_one_path_see_each_others_writes(store_path: Path) -> None:
+    emb = HashEmbedder()
+    with sgmem.Memory(store_path, embedder=emb) as a, sgmem.Memory(store_path, embedder=emb) as b:
+        a.add({"role": "user", "content": "written by a", "id": "a1"}, scope="s", thread="t")
+        assert [m.id for m in b.messages(scope="s")] == ["a1"]
+        assert b.search("written by a", scope="s", mode="vector")[0].message_ids == ("a1",)
+        b.add({"role": "user", "content": "written by b", "id": "b1"}, scope="s", thread="t")
+        assert {h.message_ids[0] for h in a.search("written", scope="s", k=5, mode="vector")} == {"a1", "b1"}
+        with pytest.raises(sgmem.InvalidInputError):
+            a.add({"role": "user", "content": "clash", "id": "b1"}, scope="s", thread="t")
