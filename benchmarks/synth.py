@@ -8,10 +8,11 @@ postings have realistic skew) yet reproducible from a seed.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
-__all__ = ["conversation", "sentences"]
+__all__ = ["DETAIL", "conversation", "sentences", "skeleton"]
 
 PEOPLE = ["Ana", "Ben", "Chen", "Dara", "Eli", "Fatima", "Goran", "Hana", "Ivo", "Jonas", "Kemi", "Lea", "Mateo",
           "Nora", "Omar", "Priya", "Quinn", "Rosa", "Sami", "Tova", "Uma", "Viktor", "Wen", "Xavi", "Yara", "Zane"]
@@ -43,20 +44,50 @@ MONTHS = ["January", "February", "March", "April", "May", "June", "July", "Augus
           "November", "December"]
 
 
-def _sentence(rng: random.Random) -> str:
-    return rng.choice(TEMPLATES).format(
-        place=rng.choice(PLACES), person=rng.choice(PEOPLE), day=rng.choice(DAYS), month=rng.choice(MONTHS),
-        activity=rng.choice(ACTIVITIES), obj=rng.choice(OBJECTS), feeling=rng.choice(FEELINGS),
+# A detail clause before the final full stop makes texts distinct at every scale (a template sentence
+# alone has ~9.5k variants, so 1M sentences would repeat each ~100 times and ingest, which embeds a
+# repeated text once, would be flattered). ``skeleton`` strips it again (benchmarks.vectors uses that).
+DETAILS = [
+    ", around {h}:{m:02d} {ampm}",
+    ", for about {n} minutes",
+    ", with {p} other people",
+    ", on day {d} of the month",
+]
+#: Matches the detail clause of a synthetic sentence (before its final punctuation).
+DETAIL = re.compile(
+    r", (?:around \d{1,2}:\d{2} [ap]m|for about \d+ minutes|with \d+ other people|on day \d+ of the month)(?=[.?!]$)"
+)
+
+
+def _detail(rng: random.Random) -> str:
+    return rng.choice(DETAILS).format(
+        h=rng.randint(1, 12), m=5 * rng.randint(0, 11), ampm=rng.choice(["am", "pm"]), n=rng.randint(5, 180),
+        p=rng.randint(2, 60), d=rng.randint(1, 28),
     )
 
 
-def sentences(n: int, seed: int = 0) -> list[str]:
-    """``n`` synthetic sentences."""
+def _sentence(rng: random.Random, detail: bool = True) -> str:
+    text = rng.choice(TEMPLATES).format(
+        place=rng.choice(PLACES), person=rng.choice(PEOPLE), day=rng.choice(DAYS), month=rng.choice(MONTHS),
+        activity=rng.choice(ACTIVITIES), obj=rng.choice(OBJECTS), feeling=rng.choice(FEELINGS),
+    )
+    return text[:-1] + _detail(rng) + text[-1] if detail else text
+
+
+def skeleton(text: str) -> str:
+    """``text`` without the detail clause of each of its synthetic sentences."""
+    return DETAIL.sub("", text) if text.endswith((".", "?", "!")) else text
+
+
+def sentences(n: int, seed: int = 0, detail: bool = True) -> list[str]:
+    """``n`` synthetic sentences (``detail=False``: the bare templates, which repeat)."""
     rng = random.Random(seed)
-    return [_sentence(rng) for _ in range(n)]
+    return [_sentence(rng, detail) for _ in range(n)]
 
 
-def conversation(n_sentences: int, seed: int = 0, per_add: int = 20) -> Iterator[tuple[str, list[dict]]]:
+def conversation(
+    n_sentences: int, seed: int = 0, per_add: int = 20, detail: bool = True
+) -> Iterator[tuple[str, list[dict]]]:
     """Yield ``(thread, messages)`` adds totalling about ``n_sentences`` sentences.
 
     Turns alternate user/assistant with 1–4 sentences each; a thread is one
@@ -75,7 +106,7 @@ def conversation(n_sentences: int, seed: int = 0, per_add: int = 20) -> Iterator
             msgs.append({
                 "role": "user" if t % 2 == 0 else "assistant",
                 "name": "Sam" if t % 2 == 0 else None,
-                "content": " ".join(_sentence(rng) for _ in range(k)),
+                "content": " ".join(_sentence(rng, detail) for _ in range(k)),
                 "at": start + timedelta(days=session, minutes=t),
             })
             made += k

@@ -1,0 +1,331 @@
+"""Quality on LoCoMo: evidence recall of every sgmem mode against the memories users pick instead.
+
+All systems run in one process over the same turns with the same embedder:
+
+* every sgmem retrieval mode (``sgmem.MODES``), one in-memory store per
+  conversation (the ingestion of :mod:`sgmem.eval.locomo`: one thread per
+  session, the session's date, speaker names kept);
+* the baselines of :mod:`benchmarks.baselines` (BM25, LangChain
+  ``InMemoryVectorStore``, LlamaIndex ``VectorStoreIndex``), over the same turns.
+
+Metrics (the definitions of ``sgmem eval locomo``):
+
+* evidence recall@k — the share of a question's evidence turns among the
+  first k distinct turns a system returns, per LoCoMo category;
+* recall within a context budget — the share of evidence turns present in
+  the prompt block. For sgmem that is ``Memory.context(..., budget_tokens=B)``;
+  for a baseline, its ranked turns packed whole, best first, by the same
+  renderer (``sgmem.context.fit``: dated, speaker-labelled, exact cl100k
+  count ≤ B) — what a user would do with a retriever's output.
+
+Usage::
+
+    python -m benchmarks.quality ../shared/data/locomo/locomo-dev.json --limit 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.baselines import BASELINES, Baseline, Turn, make_baselines
+
+__all__ = ["BUDGETS", "KS", "QualityRun", "SystemResult", "default_locomo_path", "plot", "render", "run_quality"]
+
+KS = (5, 10, 20)
+BUDGETS = (500, 1000, 2000, 4000)
+CATS = (1, 2, 3, 4)
+
+
+def default_locomo_path() -> Path:
+    """``../shared/data/locomo/locomo-dev.json`` next to the repository (may not exist)."""
+    return Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+
+
+@dataclass
+class SystemResult:
+    """Per-question scores of one system."""
+
+    name: str
+    kind: str  # "sgmem" or "baseline"
+    recall: dict[int, dict[int, list[float]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
+    ctx: dict[int, dict[int, list[float]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
+    ctx_tokens: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))
+    index_s: float = 0.0
+
+    def mean(self, k: int, cats: Sequence[int] = CATS) -> float:
+        vals = [v for c in cats for v in self.recall[k][c]]
+        return 100.0 * statistics.fmean(vals) if vals else float("nan")
+
+    def ctx_mean(self, budget: int, cats: Sequence[int] = CATS) -> float:
+        vals = [v for c in cats for v in self.ctx[budget][c]]
+        return 100.0 * statistics.fmean(vals) if vals else float("nan")
+
+
+@dataclass
+class QualityRun:
+    """Everything one quality run measured."""
+
+    path: str
+    conversations: int
+    questions: int
+    turns: int
+    ks: tuple[int, ...]
+    budgets: tuple[int, ...]
+    systems: list[SystemResult]
+    seconds: float
+
+    def system(self, name: str) -> SystemResult:
+        return next(s for s in self.systems if s.name == name)
+
+
+def _turns_of(hits: Sequence[Any]) -> list[str]:
+    seen: dict[str, None] = {}
+    for h in hits:
+        for mid in h.message_ids:
+            seen.setdefault(mid, None)
+    return list(seen)
+
+
+def _score(res: SystemResult, ranked: list[str], evidence: set[str], category: int, ks: Sequence[int]) -> None:
+    for k in ks:
+        res.recall[k][category].append(len(evidence & set(ranked[:k])) / len(evidence))
+
+
+def _pack(ranked: list[str], turns: dict[str, tuple[int, Any, str, str, str]], budget: int) -> tuple[str, list[str]]:
+    """A baseline's ranked turns, whole, in sgmem's renderer within ``budget`` tokens."""
+    from sgmem.context import ContextTurn, fit
+
+    cands = []
+    for tid in ranked:
+        row, at, thread, speaker, text = turns[tid]
+        cands.append(ContextTurn(row, at, thread, speaker, text))
+    text, chosen = fit(cands, budget)
+    by_row = {turns[t][0]: t for t in ranked}
+    return text, [by_row[c.key] for c in chosen]
+
+
+def run_quality(
+    path: str | Path,
+    embedder: Any,
+    *,
+    modes: Sequence[str] | None = None,
+    baselines: Sequence[str] = BASELINES,
+    ks: Sequence[int] = KS,
+    budgets: Sequence[int] = BUDGETS,
+    limit: int | None = None,
+    max_questions: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> QualityRun:
+    """Run every system over the LoCoMo file at ``path``.
+
+    Args:
+        embedder: the one embedder every system uses (e.g. a
+            :class:`sgmem.eval.CachingEmbedder` over MiniLM).
+        modes: sgmem modes (default: all of ``sgmem.MODES``).
+        baselines: keys of :data:`benchmarks.baselines.BASELINES`.
+        limit: only the first ``limit`` conversations.
+        max_questions: only the first ``max_questions`` questions of each
+            conversation (smoke runs).
+    """
+    import sgmem
+    from sgmem.eval.locomo import load_locomo
+    from sgmem.text.tokens import count_tokens
+
+    t_start = time.perf_counter()
+    modes = tuple(modes or sgmem.MODES)
+    convs = load_locomo(path, limit)
+    others: list[Baseline] = make_baselines(embedder, baselines)
+    mine = [SystemResult(f"sgmem {m}", "sgmem") for m in modes]
+    theirs = [SystemResult(b.name, "baseline") for b in others]
+    systems = mine + theirs
+    kmax = max(ks)
+    n_q = 0
+    for conv in convs:
+        questions = conv.questions[:max_questions]
+        turns: list[Turn] = []
+        info: dict[str, tuple[int, Any, str, str, str]] = {}
+        for key, at, msgs in conv.sessions:
+            for m in msgs:
+                info[m["id"]] = (len(info), at, key, m["name"], m["content"])
+                turns.append(Turn(m["id"], m["name"], m["content"]))
+        with sgmem.Memory(embedder=embedder) as mem:
+            t0 = time.perf_counter()
+            for key, at, msgs in conv.sessions:
+                mem.add(msgs, scope=conv.sample_id, thread=key, at=at)
+            for res in mine:
+                res.index_s += time.perf_counter() - t0
+            for res, base in zip(theirs, others, strict=True):
+                t0 = time.perf_counter()
+                base.build(turns)
+                res.index_s += time.perf_counter() - t0
+            if progress:
+                progress(f"{conv.sample_id}: {conv.n_turns} turns indexed, {len(questions)} questions")
+            for q in questions:
+                n_q += 1
+                ev = set(q.evidence)
+                for res, mode in zip(mine, modes, strict=True):
+                    _score(res, _turns_of(mem.search(q.question, scope=conv.sample_id, k=kmax, mode=mode)), ev, q.category, ks)
+                    for b in budgets:
+                        text, ids = mem._context_with_ids(q.question, scope=conv.sample_id, budget_tokens=b, mode=mode)
+                        res.ctx[b][q.category].append(len(ev & set(ids)) / len(ev))
+                        res.ctx_tokens[b].append(count_tokens(text))
+                for res, base in zip(theirs, others, strict=True):
+                    # enough ranked turns to fill the largest budget
+                    depth = min(len(turns), max(kmax, max(budgets) // 8))
+                    ranked = base.search(q.question, depth)
+                    _score(res, ranked, ev, q.category, ks)
+                    for b in budgets:
+                        text, ids = _pack(ranked, info, b)
+                        res.ctx[b][q.category].append(len(ev & set(ids)) / len(ev))
+                        res.ctx_tokens[b].append(count_tokens(text))
+    save = getattr(embedder, "save", None)
+    if callable(save):
+        save()
+    return QualityRun(
+        str(path), len(convs), n_q, sum(c.n_turns for c in convs), tuple(ks), tuple(budgets), systems,
+        time.perf_counter() - t_start,
+    )
+
+
+# ------------------------------------------------------------------ report
+def _pct(vals: list[float]) -> str:
+    return f"{100.0 * statistics.fmean(vals):.1f}" if vals else "–"
+
+
+def _best_baseline(run: QualityRun, value: Callable[[SystemResult], float]) -> tuple[str, float]:
+    base = [(s.name, value(s)) for s in run.systems if s.kind == "baseline"]
+    return max(base, key=lambda t: t[1]) if base else ("", float("nan"))
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}×" if b and b == b and a == a else "–"
+
+
+def render(run: QualityRun) -> str:
+    """Markdown: recall@k per category and system, context recall per budget, ratios to the best baseline."""
+    from sgmem.eval.locomo import CATEGORY_NAMES
+
+    lines = [
+        f"LoCoMo file `{Path(run.path).name}`: {run.conversations} conversation{'s' if run.conversations != 1 else ''}, "
+        f"{run.questions} questions with "
+        f"evidence, {run.turns:,} turns. Recall in % (cat 1–4 = categories 1–4 pooled; adversarial questions "
+        "(5) have evidence too and are reported apart). Ratio = the system's cat 1–4 recall ÷ the best baseline's.",
+        "",
+        "### Evidence recall@k",
+        "",
+        "| system | k | " + " | ".join(CATEGORY_NAMES[c] for c in CATS) + " | **cat 1–4** | ratio | adversarial (5) |",
+        "|---|---|" + "---|" * (len(CATS) + 3),
+    ]
+    for k in run.ks:
+        best = max((s.mean(k) for s in run.systems if s.kind == "baseline"), default=float("nan"))
+        for s in run.systems:
+            per = [_pct(s.recall[k][c]) for c in CATS]
+            lines.append(
+                f"| {s.name} | {k} | " + " | ".join(per) + f" | **{s.mean(k):.1f}** | {_ratio(s.mean(k), best)} | "
+                f"{_pct(s.recall[k][5])} |"
+            )
+    lines += [
+        "",
+        "### Evidence inside a context budget",
+        "",
+        "Share of evidence turns (cat 1–4) present in the prompt block; in brackets the mean tokens used.",
+        "",
+        "| system | " + " | ".join(f"{b:,} tokens" for b in run.budgets) + " | ratio at "
+        + f"{run.budgets[min(1, len(run.budgets) - 1)]:,} |",
+        "|---|" + "---|" * (len(run.budgets) + 1),
+    ]
+    b_ref = run.budgets[min(1, len(run.budgets) - 1)]
+    _, best_ctx = _best_baseline(run, lambda s: s.ctx_mean(b_ref))
+    for s in run.systems:
+        cells = [
+            f"{s.ctx_mean(b):.1f} ({statistics.fmean(s.ctx_tokens[b]):.0f})" if s.ctx_tokens[b] else "–"
+            for b in run.budgets
+        ]
+        lines.append(f"| {s.name} | " + " | ".join(cells) + f" | {_ratio(s.ctx_mean(b_ref), best_ctx)} |")
+    sg = next((s for s in run.systems if s.kind == "sgmem"), None)
+    parts = [f"sgmem ingest (shared by its modes) {sg.index_s:.1f}"] if sg else []
+    parts += [f"{s.name} {s.index_s:.1f}" for s in run.systems if s.kind == "baseline"]
+    lines += ["", "Indexing time (s, all conversations): " + ", ".join(parts)
+              + ". Indicative only: vectors may come from the embedding cache."]
+    return "\n".join(lines)
+
+
+def plot(run: QualityRun, directory: Path) -> list[Path]:
+    """``quality_recall.png`` (recall@k, cat 1–4) and ``quality_context.png`` (recall vs budget)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    directory.mkdir(parents=True, exist_ok=True)
+    out = []
+    fig, ax = plt.subplots(figsize=(7.5, 3.6), dpi=100)
+    width = 0.8 / max(len(run.systems), 1)
+    for i, s in enumerate(run.systems):
+        xs = [j + i * width for j in range(len(run.ks))]
+        ax.bar(xs, [s.mean(k) for k in run.ks], width, label=s.name, hatch="" if s.kind == "sgmem" else "//")
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(run.ks))], [f"recall@{k}" for k in run.ks])
+    ax.set_ylabel("evidence recall, cat 1–4 (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title("LoCoMo evidence recall (same turns, same embedder)")
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
+    fig.tight_layout()
+    path = directory / "quality_recall.png"
+    fig.savefig(path)
+    plt.close(fig)
+    out.append(path)
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.6), dpi=100)
+    for s in run.systems:
+        ax.plot(run.budgets, [s.ctx_mean(b) for b in run.budgets], marker="o" if s.kind == "sgmem" else "s",
+                linestyle="-" if s.kind == "sgmem" else "--", label=s.name)
+    ax.set_xscale("log")
+    ax.set_xticks(list(run.budgets), [f"{b:,}" for b in run.budgets])
+    ax.set_xlabel("context budget (tokens)")
+    ax.set_ylabel("evidence inside, cat 1–4 (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title("Evidence inside the prompt block")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    path = directory / "quality_context.png"
+    fig.savefig(path)
+    plt.close(fig)
+    out.append(path)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import os
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("path", nargs="?", default=str(default_locomo_path()), help="a LoCoMo JSON file")
+    p.add_argument("--limit", type=int, default=None, help="only the first N conversations")
+    p.add_argument("--max-questions", type=int, default=None, help="only the first N questions per conversation")
+    p.add_argument("--cache", default="benchmarks/out/cache", help="embedding cache directory")
+    p.add_argument("--out", default=None, help="write the Markdown report here too")
+    args = p.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from sgmem.embed import default_embedder
+    from sgmem.eval import CachingEmbedder
+
+    emb = CachingEmbedder(default_embedder(), args.cache)
+    run = run_quality(args.path, emb, limit=args.limit, max_questions=args.max_questions,
+                      progress=lambda s: print(s, file=sys.stderr, flush=True))
+    report = render(run)
+    print(report)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(report + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""Smoke runs of the benchmark suite at toy sizes, so it cannot rot (``pytest -m benchmark``).
+
+The full suite is ``python -m benchmarks`` (hours, not part of CI); these
+runs check that every part still runs end to end, measures what it says
+against its baselines, and writes its report and plots.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import sgmem
+
+pytestmark = [
+    pytest.mark.benchmark,
+    # llama-index inspects pydantic models with deprecated attributes: not ours
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+]
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+SESSIONS = [
+    (
+        "1:56 pm on 8 May, 2023",
+        [
+            ("Mia", "Hi Leo! Guess what, I adopted a ginger cat and named her Pickles."),
+            ("Leo", "Pickles is a great name. How is she settling in?"),
+            ("Mia", "She hides under the sofa all day, but she loves tuna."),
+            ("Leo", "I started learning the cello last week, my teacher is very strict."),
+            ("Mia", "Cello sounds hard. Which piece are you practising?"),
+            ("Leo", "A Bach suite, the first prelude."),
+        ],
+    ),
+    (
+        "10:02 am on 20 June, 2023",
+        [
+            ("Mia", "I ran my first half marathon in Porto on Sunday!"),
+            ("Leo", "Congratulations! What was your time?"),
+            ("Mia", "Two hours and four minutes, and my knees survived."),
+            ("Leo", "My cello teacher says I can play in the autumn recital."),
+            ("Mia", "Amazing, I will come and listen with Pickles' photo in my bag."),
+        ],
+    ),
+]
+QA = [
+    ("What did Mia name her cat?", "Pickles", ["D1:1"], 4),
+    ("Which city did Mia run a half marathon in?", "Porto", ["D2:1"], 4),
+    ("What instrument is Leo learning?", "cello", ["D1:4"], 1),
+    ("When did Mia run her first half marathon?", "18 June 2023", ["D2:1"], 2),
+    ("What is Leo's dog called?", "no dog", ["D1:4"], 5),
+]
+
+
+def write_locomo(path: Path) -> Path:
+    conv: dict[str, object] = {"speaker_a": "Mia", "speaker_b": "Leo"}
+    for s, (date, turns) in enumerate(SESSIONS, start=1):
+        conv[f"session_{s}_date_time"] = date
+        conv[f"session_{s}"] = [
+            {"speaker": who, "dia_id": f"D{s}:{i}", "text": text} for i, (who, text) in enumerate(turns, start=1)
+        ]
+    qa = [{"question": q, "answer": a, "evidence": ev, "category": c} for q, a, ev, c in QA]
+    path.write_text(json.dumps([{"sample_id": "tiny-1", "conversation": conv, "qa": qa}]), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def locomo_file(tmp_path: Path) -> Path:
+    """A one-conversation LoCoMo file: 11 turns, 5 questions (categories 1, 2, 4, 5)."""
+    return write_locomo(tmp_path / "locomo-tiny.json")
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One embedding cache for the module: texts repeat across the runs, as in the real suite."""
+    return tmp_path_factory.mktemp("embedding-cache")
+
+
+@pytest.fixture
+def cached(embedder: Any, cache_dir: Path) -> Iterator[Any]:
+    from sgmem.eval import CachingEmbedder
+
+    emb = CachingEmbedder(embedder, cache_dir)
+    yield emb
+    emb.save()
+
+
+def test_quality_scores_every_system_on_the_same_turns(locomo_file: Path, cached: Any) -> None:
+    from benchmarks import quality
+
+    run = quality.run_quality(locomo_file, cached, ks=(1, 5), budgets=(60, 500))
+    names = [s.name for s in run.systems]
+    assert [n for n in names if n.startswith("sgmem ")] == [f"sgmem {m}" for m in sgmem.MODES]
+    assert any("BM25" in n for n in names) and any("LangChain" in n for n in names)
+    assert any("LlamaIndex" in n for n in names)
+    assert (run.conversations, run.questions, run.turns) == (1, 5, 11)
+    for s in run.systems:
+        # a question whose evidence shares its rare words ("Porto", "half marathon") is found by everyone
+        assert s.recall[5][4][1] == 1.0, s.name
+        for b in run.budgets:
+            assert max(s.ctx_tokens[b]) <= b, s.name  # a prompt block never exceeds its budget
+        assert s.ctx_mean(500) >= s.ctx_mean(60), s.name  # a larger budget holds at least as much evidence
+    text = quality.render(run)
+    for name in names:
+        assert f"| {name} | 5 |" in text
+    assert "×" in text  # ratios to the best baseline
+
+
+def test_skeleton_vectors_stay_near_minilm_and_queries_stay_real(embedder: Any, tmp_path: Path) -> None:
+    from benchmarks.synth import sentences, skeleton
+    from benchmarks.vectors import SkeletonEmbedder
+    from sgmem.eval import CachingEmbedder
+
+    texts = [f"Sam: {s}" for s in sentences(20, seed=5)]
+    fake = SkeletonEmbedder(embedder, CachingEmbedder(embedder, tmp_path))
+    got = fake.embed(texts)
+    real_skel = embedder.embed([skeleton(t) for t in texts])
+    cos = (got * real_skel).sum(axis=1)
+    assert 0.85 < float(np.median(cos)) < 0.99
+    assert np.allclose(fake.embed(texts), got)  # deterministic
+    query = "Where did I go with Ana?"
+    assert np.allclose(fake.embed([query]), embedder.embed([query]), atol=1e-5)
+    assert fake.real_calls == 1
+
+
+def test_speed_measures_ingest_latency_memory_and_gate_against_baselines(embedder: Any, tmp_path: Path) -> None:
+    from benchmarks import speed, speed_report
+
+    res = speed.run_size(80, tmp_path, real=True, n_queries=3, gate_candidates=4, isolate=False)
+    assert 70 <= res["sentences"] <= 90
+    assert res["ingest_ratio"] == pytest.approx(res["ingest_per_s"] / res["raw_embed_per_s"])
+    assert res["disk_bytes_per_sentence"] > 1536  # at least the float32 vector of each sentence
+    for m in (*sgmem.MODES, "dense"):
+        assert 0 < res[f"{m}_p50"] <= res[f"{m}_p95"]
+    if res["gate"] is not None:
+        assert res["gate"]["memories"] == res["sentences"]
+        assert sum(res["gate"]["exact_actions"].values()) == 4
+    report = speed_report.render({80: res})
+    assert f"**{res['ingest_ratio']:.2f}**" in report
+    assert speed_report.plot({80: res}, tmp_path).read_bytes().startswith(PNG)
+
+
+def test_write_cost_counts_every_llm_call(cached: Any) -> None:
+    from benchmarks import write_cost
+
+    wc = write_cost.run_write_cost(cached, n_turns=20)
+    assert wc.turns == 20 and wc.adds == 3  # one synthetic session of 20 turns, adds of 8
+    by = {p.name: p for p in wc.paths}
+    mem0 = next(p for n, p in by.items() if n.startswith("Mem0"))
+    assert mem0.calls == {"mem0: extract": 3, "mem0: route": 3}
+    assert by["sgmem, no LLM"].total == 0
+    for p in wc.paths:
+        assert "other" not in p.calls, p.calls  # every prompt sgmem sent was recognised and answered
+    gate = next(p for n, p in by.items() if "gate" in n)
+    assert not any(t.startswith(("keywords", "mem0")) for t in gate.calls)
+    assert "| sgmem, no LLM | 0 | **0.00** |" in write_cost.render(wc)
+
+
+def test_one_command_writes_results_and_plots(locomo_file: Path, tmp_path: Path, cache_dir: Path) -> None:
+    from benchmarks.__main__ import main
+
+    results = tmp_path / "RESULTS.md"
+    plots = tmp_path / "plots"
+    argv = ["--smoke", "--locomo", str(locomo_file), "--results", str(results), "--plots", str(plots),
+            "--cache", str(cache_dir), "--scratch", str(tmp_path / "out"), "--turns", "16", "--sizes", "60",
+            "--queries", "2"]
+    assert main(argv) == 0
+    text = results.read_text(encoding="utf-8")
+    for heading in ("## Summary", "## Quality", "## Speed and scale", "## Write cost"):
+        assert heading in text
+    assert "Command: `python -m benchmarks --smoke" in text and "Machine:" in text
+    assert (tmp_path / "out" / "results-smoke.json").exists()
+    for png in ("quality_recall.png", "quality_context.png", "speed_scale.png", "write_cost.png"):
+        assert (plots / png).read_bytes().startswith(PNG)
+        assert re.search(rf"\]\(plots/{png}\)", text)
