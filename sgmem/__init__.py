@@ -14,7 +14,18 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .config import MODES, SGMEM_PAPER_LOCOMO, SGMEM_PAPER_LONGMEMEVAL, Config, GraphConfig, HybridConfig, Limits
+from .config import (
+    MODES,
+    SGMEM_PAPER_LOCOMO,
+    SGMEM_PAPER_LONGMEMEVAL,
+    Config,
+    GraphConfig,
+    HybridConfig,
+    Limits,
+    PyramidConfig,
+)
+from .derived.config import DerivedConfig
+from .gate.config import GateConfig
 from .embed import Embedder, SentenceTransformerEmbedder
 from .errors import (
     ConfigError,
@@ -31,7 +42,7 @@ from .errors import (
 )
 from .llm import LLM
 from .memory import Memory
-from .types import AddResult, DeleteReceipt, Hit, Message, ScopeStats, Stats
+from .types import AddResult, DeleteReceipt, Hit, MemoryVersion, Message, ScopeStats, Stats
 
 __all__ = [
     "LLM",
@@ -43,9 +54,11 @@ __all__ = [
     "ConfigError",
     "CorruptStoreError",
     "DeleteReceipt",
+    "DerivedConfig",
     "DependencyError",
     "Embedder",
     "EmbedderMismatchError",
+    "GateConfig",
     "GraphConfig",
     "Hit",
     "HybridConfig",
@@ -53,8 +66,10 @@ __all__ = [
     "LimitExceededError",
     "Limits",
     "Memory",
+    "MemoryVersion",
     "Message",
     "NotFoundError",
+    "PyramidConfig",
     "SchemaVersionError",
     "ScopeStats",
     "SentenceTransformerEmbedder",

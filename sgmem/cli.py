@@ -1,4 +1,4 @@
-"""The ``sgmem`` command line: demo, ingest, search, context, stats, eval.
+"""The ``sgmem`` command line: demo, ingest, search, context, stats, eval, calibrate.
 
 Stores default to ``$SGMEM_PATH`` or ``./.sgmem``; pass ``--path`` to choose.
 """
@@ -11,11 +11,13 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .errors import InvalidInputError, SgmemError
+from .validate import check_name, normalise_messages
 
 __all__ = ["main"]
 
@@ -88,8 +90,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _load_messages(path: Path, thread: str | None) -> list[tuple[str, list[dict[str, Any]]]]:
-    """Read messages from JSON or JSONL; returns (thread, messages) groups."""
-    text = path.read_text(encoding="utf-8")
+    """Read messages from JSON or JSONL; returns (thread, messages) groups.
+
+    Raises:
+        InvalidInputError: the file is not UTF-8 JSON of one of the documented shapes.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(
+            str(path), f"<byte {exc.object[exc.start]:#04x} at offset {exc.start}>", "a UTF-8 text file (JSON or JSONL)"
+        ) from None
     if path.suffix == ".jsonl":
         groups: dict[str, list[dict[str, Any]]] = {}
         for n, line in enumerate(text.splitlines(), 1):
@@ -99,7 +110,11 @@ def _load_messages(path: Path, thread: str | None) -> list[tuple[str, list[dict[
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise InvalidInputError(f"{path}:{n}", line[:60], "one JSON object per line") from exc
+            if not isinstance(row, dict):
+                raise InvalidInputError(f"{path}:{n}", row, "a JSON object (one message) per line")
             t = row.pop("thread", None) or thread or "default"
+            if not isinstance(t, str):
+                raise InvalidInputError(f"{path}:{n}.thread", t, "a thread name (string)")
             groups.setdefault(t, []).append(row)
         return list(groups.items())
     try:
@@ -109,15 +124,50 @@ def _load_messages(path: Path, thread: str | None) -> list[tuple[str, list[dict[
     if isinstance(data, list):
         return [(thread or "default", data)]
     if isinstance(data, dict) and "threads" in data:
-        return [(t["thread"], [dict(m, at=m.get("at", t.get("at"))) for m in t["messages"]]) for t in data["threads"]]
+        threads = data["threads"]
+        if not isinstance(threads, list) or not all(
+            isinstance(t, dict) and isinstance(t.get("messages"), list) for t in threads
+        ):
+            raise InvalidInputError(f"{path}: threads", threads, 'a list of {"thread": ..., "messages": [...]} objects')
+        return [
+            (
+                t.get("thread"),
+                [dict(m, at=m.get("at", t.get("at"))) if isinstance(m, dict) else m for m in t["messages"]],
+            )
+            for t in threads
+        ]
     if isinstance(data, dict):
         return [(str(k), v) for k, v in data.items()]
     raise InvalidInputError(str(path), type(data).__name__, "a list of messages, or {thread: [messages]}")
 
 
+def _check_ingest(mem: Any, scope: str, groups: list[tuple[Any, Any]]) -> None:
+    """Validate a whole file before the first add, so a bad file stores nothing."""
+    limits = mem.config.limits
+    check_name(scope, "--scope", limits)
+    now = datetime.now(timezone.utc)
+    seen: set[str] = set()
+    for thread, msgs in groups:
+        check_name(thread, "thread", limits)
+        ids = [m["id"] for m in normalise_messages(msgs, now, limits) if m["id"]]
+        dup = seen.intersection(ids)
+        if dup:
+            raise InvalidInputError("messages[].id", sorted(dup)[:5], "ids used once in the file")
+        seen.update(ids)
+    stored = mem.get(scope=scope, message_ids=sorted(seen))
+    if stored:
+        raise InvalidInputError(
+            "messages[].id",
+            [m.id for m in stored][:5],
+            f"ids not already stored in scope {scope!r}",
+            "Message ids are unique per scope; remove them from the file or delete the stored messages first.",
+        )
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     groups = _load_messages(Path(args.file), args.thread)
     with _memory(args.path) as mem:
+        _check_ingest(mem, args.scope, groups)
         total = 0
         for thread, msgs in groups:
             res = mem.add(msgs, scope=args.scope, thread=thread)
@@ -165,11 +215,23 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .embed import default_embedder
     from .eval import CachingEmbedder, evaluate, render_report
 
+    if not Path(args.file).is_file():  # before loading the model
+        raise InvalidInputError("file", args.file, "an existing LoCoMo JSON file")
     embedder: Any = default_embedder()
     if args.cache:
         embedder = CachingEmbedder(embedder, args.cache)
+    systems: list[tuple[Any, ...]] = [("sgmem hybrid", "hybrid"), ("BM25 turns", "bm25"), ("dense sentences", "vector")]
+    if args.pyramid:
+        import dataclasses
+
+        from .config import Config
+
+        base = Config()
+        no_pyr = base.with_(hybrid=dataclasses.replace(base.hybrid, w_pyramid=0.0))
+        systems[1:1] = [("sgmem hybrid, no pyramid channel", "hybrid", no_pyr), ("sgmem pyramid", "pyramid")]
     rep = evaluate(
         args.file,
+        systems=systems,
         embedder=embedder,
         limit=args.limit,
         budgets=tuple(args.budgets),
@@ -184,12 +246,44 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Print the portable gate's τ_noop for a corpus (ALGORITHMS §2.7)."""
+    from .embed import default_embedder
+    from .gate.calibrate import calibrate_corpus
+
+    if not Path(args.corpus).is_file():  # before loading the model
+        raise InvalidInputError("corpus", args.corpus, "an existing .txt, .json or .jsonl file")
+    if not 0.0 < args.quantile < 1.0:
+        raise InvalidInputError("--quantile", args.quantile, "a number in (0, 1), e.g. 0.8")
+    embedder: Any = default_embedder()
+    if args.cache:
+        from .eval import CachingEmbedder
+
+        embedder = CachingEmbedder(embedder, args.cache)
+    try:
+        cal = calibrate_corpus(args.corpus, embedder, args.quantile, tuple(args.roles.split(",")))
+    except ValueError as exc:
+        raise InvalidInputError("corpus", args.corpus, "a corpus with at least two candidates", str(exc)) from None
+    if hasattr(embedder, "save"):
+        embedder.save()
+    if args.json:
+        print(json.dumps(cal.__dict__, indent=2))
+        return 0
+    print(f"tau_noop = {cal.tau_noop:.4f}  (p{round(cal.quantile * 100)} of s_vMF over {cal.candidates} candidates)")
+    print("score quantiles: " + ", ".join(f"{k} {v:.4f}" for k, v in cal.quantiles.items()))
+    print(f"skips {cal.skip_rate:.1%} of this corpus. Use it with:")
+    print(f'  sgmem.Config(gate=sgmem.GateConfig(mode="binary", tau_noop={cal.tau_noop:.4f}))')
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sgmem", description="Long-term memory for LLM agents (no server, no LLM needed).")
     sub = p.add_subparsers(dest="command", required=True)
 
     def with_path(sp: argparse.ArgumentParser, default: str | None = None) -> None:
-        sp.add_argument("--path", default=default or _default_path(), help="store directory (default $SGMEM_PATH or ./.sgmem)")
+        sp.add_argument(
+            "--path", default=default or _default_path(), help="store directory (default $SGMEM_PATH or ./.sgmem)"
+        )
 
     d = sub.add_parser("demo", help="ingest a bundled sample conversation and run searches")
     with_path(d, default=os.environ.get("SGMEM_PATH", ".sgmem-demo"))
@@ -233,7 +327,20 @@ def build_parser() -> argparse.ArgumentParser:
     lo.add_argument("--budgets", type=int, nargs="+", default=[1000], help="context budgets to measure")
     lo.add_argument("--cache", default=None, help="directory for an embedding cache (faster re-runs)")
     lo.add_argument("--out", default=None, help="also write the Markdown report here")
+    lo.add_argument(
+        "--pyramid",
+        action="store_true",
+        help="also run mode='pyramid' (MGRetrieval) and the hybrid without its pyramid channel",
+    )
     lo.set_defaults(func=cmd_eval)
+
+    cal = sub.add_parser("calibrate", help="calibrate the portable novelty gate's tau_noop on a corpus")
+    cal.add_argument("corpus", help="a .txt (one memory per line), messages .json/.jsonl, or LoCoMo .json file")
+    cal.add_argument("--quantile", type=float, default=0.8, help="skip the candidates above this quantile (0.8)")
+    cal.add_argument("--roles", default="user", help="roles whose turns give candidates, comma-separated (user)")
+    cal.add_argument("--cache", default=None, help="directory for an embedding cache")
+    cal.add_argument("--json", action="store_true", help="print the result as JSON")
+    cal.set_defaults(func=cmd_calibrate)
     return p
 
 
@@ -248,6 +355,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except FileNotFoundError as exc:
         print(f"sgmem: error: {exc.filename}: no such file", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a directory given as a file, no permission, disk full...
+        print(f"sgmem: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
         return 2
 
 

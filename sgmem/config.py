@@ -10,20 +10,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Literal
 
+from .derived.config import DerivedConfig
 from .errors import ConfigError
+from .gate.config import GateConfig
+from .pyramid.config import PyramidConfig
 
 __all__ = [
     "MODES",
     "Config",
+    "DerivedConfig",
+    "GateConfig",
     "GraphConfig",
     "HybridConfig",
     "Limits",
+    "PyramidConfig",
     "SGMEM_PAPER_LOCOMO",
     "SGMEM_PAPER_LONGMEMEVAL",
 ]
 
 #: Retrieval modes :meth:`sgmem.Memory.search` accepts.
-MODES = ("hybrid", "vector", "graph", "bm25")
+MODES = ("hybrid", "vector", "graph", "bm25", "pyramid")
 
 ChunkLevel = Literal["turn", "round", "session"]
 
@@ -120,6 +126,11 @@ class HybridConfig:
             b = 0); words of the chronological neighbour turns count at
             ``neighbour_weight``.
         w_graph: SGMem h-hop expansion channel (GraphConfig's seeds and hops).
+        w_pyramid: MGRetrieval channel (``Config.pyramid``; LLM-free unless
+            ``PyramidConfig.llm_in_hybrid``): the i-th of the pyramid's critical
+            memories gains ``w_pyramid · (ℓ / L_top) / (1 + i / 10)``, ℓ being
+            the pyramid level it was found at. 0 turns the channel (and its
+            cost) off.
         length_prior: bonus ``length_prior · log(1 + tokens) / log(1 + 64)`` for
             turns with content over one-line acknowledgements.
         neighbour_weight: weight of a query word found only in the previous or
@@ -140,6 +151,7 @@ class HybridConfig:
     w_turn: float = 0.5
     w_lexical: float = 1.2
     w_graph: float = 0.15
+    w_pyramid: float = 0.4
     length_prior: float = 0.1
     neighbour_weight: float = 0.5
     neighbour_dense: float = 0.2
@@ -191,6 +203,10 @@ class Config:
             best on the LoCoMo dev split.
         graph: SGMem parameters (used by ``graph`` mode and hybrid's graph channel).
         hybrid: fusion weights of the default mode.
+        pyramid: MGRetrieval parameters (``pyramid`` mode, the hybrid's
+            pyramid channel, and the keywords indexed by every add).
+        gate: the SAGE novelty gate on derived facts (ALGORITHMS §2).
+        derived: generated memory — facts, session summaries, insights (§1.5–§1.6).
         limits: per-call bounds.
         speaker_prefix: [D] embed sentences as ``"Name: sentence"``; without it,
             short lines such as "Wow, Caroline!" match every question naming her.
@@ -207,6 +223,9 @@ class Config:
     default_mode: str = "hybrid"
     graph: GraphConfig = field(default_factory=GraphConfig)
     hybrid: HybridConfig = field(default_factory=HybridConfig)
+    pyramid: PyramidConfig = field(default_factory=PyramidConfig)
+    gate: GateConfig = field(default_factory=GateConfig)
+    derived: DerivedConfig = field(default_factory=DerivedConfig)
     limits: Limits = field(default_factory=Limits)
     speaker_prefix: bool = True
     embed_batch_size: int = 64
@@ -230,7 +249,8 @@ class Config:
         )
         for name in ("speaker_prefix", "session_by_day"):
             _check(isinstance(getattr(self, name), bool), f"Config.{name}", getattr(self, name), "True or False")
-        for name, typ in (("graph", GraphConfig), ("hybrid", HybridConfig), ("limits", Limits)):
+        for name, typ in (("graph", GraphConfig), ("hybrid", HybridConfig), ("pyramid", PyramidConfig), ("limits", Limits),
+                          ("gate", GateConfig), ("derived", DerivedConfig)):
             _check(isinstance(getattr(self, name), typ), f"Config.{name}", getattr(self, name), f"a {typ.__name__}")
 
     def with_(self, **changes: object) -> Config:

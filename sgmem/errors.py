@@ -20,6 +20,7 @@ do not know sgmem::
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any
 
 __all__ = [
@@ -37,9 +38,22 @@ __all__ = [
 ]
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 200, 200
+
+
 def _short(value: Any, limit: int = 80) -> str:
-    """A bounded repr of a received value, safe to put in an error message."""
-    text = repr(value)
+    """A bounded repr of a received value, safe to put in an error message.
+
+    Bounded in cost too: a huge or deeply nested value (or one whose
+    ``__repr__`` fails) must not turn a clear error into a RecursionError.
+    """
+    if isinstance(value, str) and len(value) > limit:
+        return repr(value[: limit - 20]) + f"... ({len(value)} chars)"
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # noqa: BLE001 - a caller's object with a broken __repr__
+        text = f"<{type(value).__name__} object>"
     if len(text) > limit:
         text = text[: limit - 20] + f"... ({len(text)} chars)"
     return text

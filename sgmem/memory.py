@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import time
 import uuid
@@ -14,20 +15,34 @@ from typing import Any
 import numpy as np
 
 from .config import Config
-from .context import ContextTurn, digest_turn, fit
+from .context import ContextTurn, digest_turn
+from .derived.context import fit_with_derived
+from .derived.engine import DerivedEngine
+from .derived.reads import check_kinds
 from .embed.base import Embedder, check_embeddings
 from .embed.minilm import default_embedder
-from .errors import InvalidInputError, SgmemError
+from .errors import InvalidInputError, NotFoundError, SgmemError
 from .ingest import embed_texts, knn_edges, prepare, turn_vectors
 from .llm import LLM
+from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords, plan_add
+from .pyramid.vocabulary import apply_plan, prune
 from .retrieval.index import ScopeIndex, discard_cache, load_scope_index
 from .retrieval.search import Ranked, Retriever
 from .store.schema import SCHEMA_VERSION
 from .store.sqlite import SQLiteStore
-from .types import AddResult, DeleteReceipt, Hit, Message, Stats
+from .types import AddResult, DeleteReceipt, Hit, MemoryVersion, Message, Stats
 from .validate import check_int, check_mode, check_name, check_text, check_time, normalise_messages
 
 __all__ = ["Memory"]
+
+
+def _check_embedder_identity(embedder: Any) -> None:
+    """The name and dim recorded in the store must be a real name and a positive int."""
+    name, dim = getattr(embedder, "name", None), getattr(embedder, "dim", None)
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInputError("embedder.name", name, "a non-empty string identifying the model")
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or int(dim) < 1:
+        raise InvalidInputError("embedder.dim", dim, "a positive int (the vector dimension)")
 
 
 class Memory:
@@ -62,6 +77,8 @@ class Memory:
             raise InvalidInputError("embedder", embedder, "an object with embed(texts), name and dim (sgmem.Embedder)")
         if path is not None and not isinstance(path, (str, Path)):
             raise InvalidInputError("path", path, "a directory path (str or pathlib.Path) or None")
+        if embedder is not None:
+            _check_embedder_identity(embedder)
         self.config = config or Config()
         self.embedder: Embedder = embedder or default_embedder()
         self.llm = llm
@@ -74,9 +91,12 @@ class Memory:
             raise
         self._cache_dir = self.path / "faiss" if self.path is not None else None
         self._retriever = Retriever(self.config)
+        self._words = WordVectors(self.embedder)  # keyword embeddings (MGRetrieval vocabulary)
         self._indexes: dict[int, ScopeIndex] = {}
         self._lock = threading.RLock()
         self._closed = False
+        # generated memory (facts, summaries, insights) and the SAGE novelty gate
+        self._derived = DerivedEngine(self._store, self.embedder, self.config, self.llm)
 
     # ------------------------------------------------------------- lifecycle
     def __enter__(self) -> Memory:
@@ -91,13 +111,17 @@ class Memory:
             if self._closed:
                 return
             self._closed = True
-            if self._cache_dir is not None:
-                for idx in self._indexes.values():
-                    if idx.dirty:
-                        try:
-                            idx.save(self._cache_dir)
-                        except Exception:  # noqa: BLE001 - caches are optional; SQLite holds the truth
-                            pass
+            dirty = [idx for idx in self._indexes.values() if idx.dirty]
+            if self._cache_dir is not None and dirty:
+                try:
+                    # under the write lock no delete can slip between the check and the save: the
+                    # vectors of a scope deleted (or changed) by another process are never written back
+                    with self._store.write(timeout_s=1.0):
+                        for idx in dirty:
+                            if self._store.generation(idx.scope_id) == idx.generation:
+                                idx.save(self._cache_dir)
+                except Exception:  # noqa: BLE001 - caches are optional; SQLite holds the truth
+                    pass
             self._indexes.clear()
             self._store.close()
 
@@ -165,15 +189,21 @@ class Memory:
         prep = prepare(msgs, self.config, sessions, ext_ids)
         t_seg = time.perf_counter()
         texts = prep.sentence_texts
-        with self._lock:
+        with self._lock:  # the connection is shared: no read may interleave with another thread's write
             sid_known = self._store.scope_id(scope)
-        known = (
-            self._store.vectors_by_hash(sid_known, [s.embed_hash for s in prep.sentences]) if sid_known else {}
-        )
+            known = self._store.vectors_by_hash(sid_known, [s.embed_hash for s in prep.sentences]) if sid_known else {}
         vecs, n_embedded = embed_texts(self.embedder, texts, known, self.config.embed_batch_size)
         for sent, vec in zip(prep.sentences, vecs):
             sent.vec = vec
         turn_vectors(prep, int(self.embedder.dim))
+        with self._lock:  # keywords are planned against the scope's vocabulary, outside the transaction
+            kw_idx = self._index(sid_known) if sid_known else None
+            kw_snapshot = ensure_keywords(self._store, kw_idx) if kw_idx is not None else None
+        kw_plan = plan_add(
+            kw_snapshot, kw_idx.n_turns if kw_idx else 0, prep.messages, self.config.pyramid, self._words,
+            self.llm, int(self.embedder.dim),
+        )
+        d_plan = self._derived.plan(sid_known, thread, prep)  # LLM calls and gate routing, before the lock
         t_emb = time.perf_counter()
 
         with self._lock:
@@ -229,7 +259,10 @@ class Memory:
                 ]
                 n_sedges = self._store.insert_sentence_edges(scope_id, sedges)
                 n_tedges = self._store.insert_turn_edges(scope_id, turn_edges)
+                kw_applied = apply_plan(conn, scope_id, msg_ids, kw_plan)
+                d_applied = self._derived.apply(conn, scope_id, thread, prep, msg_ids, d_plan, kw_plan)
                 gen_after = self._store.bump_generation(scope_id)
+            self._derived.committed(scope_id, d_applied)
             # committed: extend the cache in place (or drop it if someone else wrote meanwhile)
             if gen_after == gen_before + 1:
                 for m, mid, rid in zip(prep.messages, msg_ids, rounds):
@@ -253,6 +286,8 @@ class Memory:
                     idx.add_sentence_edge(a, b)
                 for a, b in turn_edges:
                     idx.add_turn_edge(a, b)
+                if idx.keywords is not None:
+                    idx.keywords.extend(kw_applied, idx.msg_row)
                 idx.generation = gen_after
                 idx.dirty = self._cache_dir is not None
                 self._indexes[scope_id] = idx
@@ -264,14 +299,16 @@ class Memory:
             messages=len(msg_ids),
             sentences=len(sent_ids),
             edges=n_sedges + n_tedges,
-            embedded=n_embedded,
+            embedded=n_embedded + (d_plan.embedded if d_plan is not None else 0),
             timings_ms={
                 "segment": (t_seg - t0) * 1e3,
                 "embed": (t_emb - t_seg) * 1e3,
                 "graph": (t_graph - t_emb) * 1e3,
                 "store": (t_end - t_graph) * 1e3,
                 "total": (t_end - t0) * 1e3,
+                "derived": d_plan.ms if d_plan is not None else 0.0,
             },
+            **self._derived.result(d_plan, d_applied, kw_plan),
         )
 
     # ------------------------------------------------------------------- read
@@ -339,7 +376,11 @@ class Memory:
         with self._lock:
             idx = self._index(scope_id)
             allowed = self._allowed(idx, thread_list, since_dt, until_dt, exclude)
-            ranked = self._retriever.search(idx, mode, q, query, k, allowed, lambda rows: self._turn_texts(idx, rows))
+            if self._retriever.needs_keywords(mode):
+                ensure_keywords(self._store, idx)
+            ranked = self._retriever.search(
+                idx, mode, q, query, k, allowed, lambda rows: self._turn_texts(idx, rows), PyramidTools(self._words, self.llm)
+            )
         return ranked, idx, q
 
     def _turn_texts(self, idx: ScopeIndex, rows: list[int]) -> list[str]:
@@ -376,6 +417,7 @@ class Memory:
         since: datetime | str | None = None,
         until: datetime | str | None = None,
         exclude_message_ids: Iterable[str] | None = None,
+        kinds: Iterable[str] | None = None,
     ) -> list[Hit]:
         """Find the memories of ``scope`` most relevant to ``query``.
 
@@ -389,12 +431,20 @@ class Memory:
             since, until: only messages said in this time window (inclusive).
             exclude_message_ids: never return these messages (e.g. the ones
                 already in the prompt).
+            kinds: ``None`` returns the mode's own hits (turns or chunks).
+                Otherwise the kinds wanted: ``"chunk"`` (the mode's hits) and
+                generated memory ``"summary"``, ``"fact"``, ``"insight"`` — up
+                to ``k`` of each, in that order (SGMem §1.3 step 2: top-K of
+                each table), scored ``cosine + 1``.
 
         Returns:
-            Hits, best first; empty when the scope holds nothing that matches.
+            Hits, best first (per kind); empty when the scope holds nothing that matches.
         """
-        ranked, idx, _ = self._ranked(query, scope, k, mode, threads, since, until, exclude_message_ids)
-        if idx is None or not ranked:
+        kind_list = check_kinds(kinds)
+        if kind_list is not None and "chunk" not in kind_list:
+            return self._derived_search(query, scope, k, kind_list, threads, since, until, exclude_message_ids)
+        ranked, idx, q = self._ranked(query, scope, k, mode, threads, since, until, exclude_message_ids)
+        if idx is None or q is None:
             return []
         details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
         hits = []
@@ -415,7 +465,30 @@ class Memory:
                     speaker=ds[0]["speaker"],
                 )
             )
+        if kind_list:
+            hits += self._derived.hits(
+                idx.scope_id, kind_list, q, k, self._check_threads(threads), check_time(since, "since"),
+                check_time(until, "until"), self._check_ids(exclude_message_ids, "exclude_message_ids"),
+            )
         return hits
+
+    def _derived_search(
+        self, query: str, scope: str, k: int, kinds: list[str], threads: Any, since: Any, until: Any, exclude: Any
+    ) -> list[Hit]:
+        """:meth:`search` over generated memory only (no turn retrieval)."""
+        self._check_open()
+        limits = self.config.limits
+        query = check_text(query, "query", limits.max_query_chars, "max_query_chars")
+        scope = check_name(scope, "scope", limits)
+        k = check_int(k, "k", 1, limits.max_k)
+        thread_list = self._check_threads(threads)
+        since_dt, until_dt = check_time(since, "since"), check_time(until, "until")
+        excluded = self._check_ids(exclude, "exclude_message_ids")
+        with self._lock:
+            scope_id = self._store.scope_id(scope)
+        if scope_id is None:
+            return []
+        return self._derived.hits(scope_id, kinds, self._embed_query(query), k, thread_list, since_dt, until_dt, excluded)
 
     def context(
         self,
@@ -446,8 +519,13 @@ class Memory:
         budget_tokens: int,
         mode: str | None,
         exclude_message_ids: Iterable[str] | None = None,
+        with_generated: bool = True,
     ) -> tuple[str, list[str]]:
-        """:meth:`context` plus the ids of the messages that made it in."""
+        """:meth:`context` plus the ids of the messages that made it in.
+
+        The ids of turns in the block come first; with ``with_generated``, the
+        source messages of the facts, summaries and insights in it follow.
+        """
         budget_tokens = check_int(budget_tokens, "budget_tokens", 1)
         k = min(self.config.limits.max_k, max(10, budget_tokens // 12))
         ranked, idx, q = self._ranked(query, scope, k, mode, None, None, None, exclude_message_ids)
@@ -460,13 +538,41 @@ class Memory:
                     rows.append(r)
         details = self._details([idx.msg_ids[r] for r in rows])
         cands = []
-        for r in rows:
-            d = details.get(idx.msg_ids[r])
-            if d is not None:
-                text = digest_turn(idx, r, d["content"], q, self.config.context_turn_tokens)
-                cands.append(ContextTurn(idx.msg_ids[r], d["at"], d["thread"], d["speaker"], text))
-        text, chosen = fit(cands, budget_tokens)
-        return text, [details[c.key]["ext_id"] for c in chosen]
+        with self._lock:  # digest_turn reads FAISS storage that a concurrent add may reallocate
+            for r in rows:
+                d = details.get(idx.msg_ids[r])
+                if d is not None:
+                    text = digest_turn(idx, r, d["content"], q, self.config.context_turn_tokens)
+                    cands.append(ContextTurn(idx.msg_ids[r], d["at"], d["thread"], d["speaker"], text))
+        items = self._derived.context_items(idx.scope_id, q, self._check_ids(exclude_message_ids, "exclude_message_ids"))
+        text, chosen, picked = fit_with_derived(cands, items, budget_tokens, self.config.derived.context_share)
+        ids = [details[c.key]["ext_id"] for c in chosen]
+        if with_generated:
+            ids += [m for m in dict.fromkeys(m for i in picked for m in i.message_ids) if m not in ids]
+        return text, ids
+
+    def history(self, memory_id: str, *, scope: str) -> list[MemoryVersion]:
+        """Every version of a generated memory (fact, summary, insight), oldest first.
+
+        Args:
+            memory_id: the memory's id, from :attr:`Hit.memory_id` (e.g. ``"fact:12"``).
+            scope: the scope that holds it (memories of other scopes are never read).
+
+        Returns:
+            Its versions with their text, time, cause (``"add"``, ``"merge-rule"``,
+            ``"merge-llm"``, ``"reverted"``…) and source messages.
+
+        Raises:
+            NotFoundError: the scope holds no memory with this id.
+        """
+        self._check_open()
+        scope = check_name(scope, "scope", self.config.limits)
+        with self._lock:
+            scope_id = self._store.scope_id(scope)
+        out = self._derived.history(scope_id, memory_id) if scope_id is not None else None
+        if out is None:
+            raise NotFoundError(f"scope {scope!r} holds no generated memory {memory_id!r}; take ids from Hit.memory_id.")
+        return out
 
     def messages(self, *, scope: str, thread: str | None = None, limit: int | None = None) -> list[Message]:
         """Exact replay of what was added to ``scope`` (or one thread), in order.
@@ -523,7 +629,13 @@ class Memory:
         """Delete a scope, a thread or given messages, with everything derived.
 
         Sentences, similarity and chronological edges, vectors and index caches
-        go with the messages. Other scopes are never touched.
+        go with the messages. Other scopes are never touched. Generated memory
+        goes with the messages it came from: a fact left with no source is
+        deleted, a merged fact that lost one source reverts to its last version
+        without it (deleted text is purged from its history too), a summary is
+        recomputed from what is left of its session (see :mod:`sgmem.derived.reads`).
+        A scope left without messages is removed entirely, its name included,
+        and deleted text is overwritten in the database file, not just unlinked.
 
         Returns:
             A receipt counting what was removed (all zero if nothing matched).
@@ -541,13 +653,20 @@ class Memory:
             scope_id = self._store.scope_id(scope)
             if scope_id is None:
                 return DeleteReceipt()
-            with self._store.write():
+            with self._store.write() as conn:
+                pending = self._derived.before_delete(conn, scope_id, thread, ids)
                 counts = self._store.delete(scope_id, thread, ids)
                 if counts["messages"]:
+                    prune(self._store.conn, scope_id)  # keyword postings went with the messages (cascade)
+                    counts.update(self._derived.after_delete(conn, scope_id, pending))
                     self._store.bump_generation(scope_id)
+                    # before the commit: a crash must not leave deleted vectors in cache files
+                    discard_cache(self._cache_dir, scope_id)
+                if not self._store.has_messages(scope_id):
+                    # an emptied scope goes entirely: its name and any derived row left in any table
+                    self._store.purge_scope(scope_id)
             if counts["messages"]:
                 self._indexes.pop(scope_id, None)
-                discard_cache(self._cache_dir, scope_id)
         return DeleteReceipt(**counts)
 
     # ------------------------------------------------------------------ stats
@@ -561,7 +680,11 @@ class Memory:
                 names = [(sid, scope)] if sid is not None else []
             else:
                 names = [(self._store.scope_id(n), n) for n in self._store.scope_names()]
-            scopes = tuple(self._store.scope_stats(sid, n) for sid, n in names if sid is not None)
+            scopes = tuple(
+                dataclasses.replace(self._store.scope_stats(sid, n), **self._derived.stats(self._store.conn, sid))
+                for sid, n in names
+                if sid is not None
+            )
         return Stats(
             path=str(self.path) if self.path else None,
             schema_version=SCHEMA_VERSION,
@@ -605,6 +728,10 @@ class Memory:
     async def aget(self, *, scope: str, message_ids: Sequence[str]) -> list[Message]:
         """Async :meth:`get`."""
         return await asyncio.to_thread(self.get, scope=scope, message_ids=message_ids)
+
+    async def ahistory(self, memory_id: str, *, scope: str) -> list[MemoryVersion]:
+        """Async :meth:`history`."""
+        return await asyncio.to_thread(self.history, memory_id, scope=scope)
 
     async def adelete(
         self, *, scope: str, thread: str | None = None, message_ids: Sequence[str] | None = None

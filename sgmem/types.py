@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-__all__ = ["AddResult", "DeleteReceipt", "Hit", "Message", "ScopeStats", "Stats"]
+__all__ = ["AddResult", "DeleteReceipt", "Hit", "MemoryVersion", "Message", "ScopeStats", "Stats"]
 
 
 @dataclass(frozen=True)
@@ -57,13 +57,17 @@ class Hit:
             speaker-labelled when it spans several messages.
         score: the mode's relevance score (higher is better; comparable within
             one result list only).
-        kind: ``"turn"``, ``"round"``, ``"session"`` or ``"sentence"``.
-        message_ids: ids of the source messages, in conversation order.
+        kind: ``"turn"``, ``"round"``, ``"session"`` or ``"sentence"``; for
+            generated memory ``"fact"``, ``"summary"`` or ``"insight"``.
+        message_ids: ids of the source messages, in conversation order (for
+            generated memory: the messages its text came from).
         thread: the thread of the (first) source message.
         at: time of the (first) source message.
         why: how it was found — the mode, the channel scores, the seed sentence
             and hop count for graph expansion, matched words for lexical hits.
         speaker: speaker name or role of the (first) source message.
+        memory_id: the id of a generated memory (``"fact:12"``), for
+            :meth:`sgmem.Memory.history`; ``None`` for raw turns and chunks.
     """
 
     text: str
@@ -74,6 +78,7 @@ class Hit:
     at: datetime
     why: dict[str, Any] = field(default_factory=dict)
     speaker: str | None = None
+    memory_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,15 @@ class AddResult:
         edges: similarity plus chronological edges created.
         embedded: texts sent to the embedder (identical texts are embedded once).
         timings_ms: milliseconds per stage (``segment``, ``embed``, ``graph``,
-            ``store``, ``total``).
+            ``store``, ``total``; ``derived`` for generated memory).
+        facts_added, facts_updated, facts_skipped: how the novelty gate routed
+            this add's fact candidates (Add / Update / Noop).
+        summaries, insights: session summaries and insights written.
+        llm_calls: LLM calls made by this add (0 without an LLM).
+        llm_prompt_tokens, llm_completion_tokens: their tokens (cl100k_base counts).
+        llm_ms: milliseconds spent waiting for the LLM.
+        llm_fallbacks: calls whose output was unusable, so the LLM-free rule
+            was applied instead.
     """
 
     message_ids: tuple[str, ...]
@@ -95,27 +108,78 @@ class AddResult:
     edges: int
     embedded: int
     timings_ms: dict[str, float] = field(default_factory=dict)
+    facts_added: int = 0
+    facts_updated: int = 0
+    facts_skipped: int = 0
+    summaries: int = 0
+    insights: int = 0
+    llm_calls: int = 0
+    llm_prompt_tokens: int = 0
+    llm_completion_tokens: int = 0
+    llm_ms: float = 0.0
+    llm_fallbacks: int = 0
 
 
 @dataclass(frozen=True)
 class DeleteReceipt:
-    """What one :meth:`sgmem.Memory.delete` removed (counts per record kind)."""
+    """What one :meth:`sgmem.Memory.delete` removed (counts per record kind).
+
+    ``derived`` counts generated memories (facts, summaries, insights) deleted
+    because every message they came from went; ``derived_revised`` those that
+    lost some of their sources and were reverted or recomputed.
+    """
 
     messages: int = 0
     sentences: int = 0
     edges: int = 0
     vectors: int = 0
     threads: tuple[str, ...] = ()
+    derived: int = 0
+    derived_revised: int = 0
 
     @property
     def total(self) -> int:
         """All records removed."""
-        return self.messages + self.sentences + self.edges + self.vectors
+        return self.messages + self.sentences + self.edges + self.vectors + self.derived
+
+
+@dataclass(frozen=True)
+class MemoryVersion:
+    """One version of a generated memory, as :meth:`sgmem.Memory.history` returns it.
+
+    Attributes:
+        memory_id: the memory (``"fact:12"``).
+        version: 1 for the first text, then one more per change.
+        text: the text of this version (superseded texts are kept).
+        cause: why it was written: ``"add"`` (a new fact), ``"merge-llm"`` /
+            ``"merge-rule"`` (the gate's Update merged a candidate in),
+            ``"summarised-llm"`` / ``"summarised-rule"`` (summaries),
+            ``"insight-llm"`` / ``"insight-rule"``, ``"reverted"`` (a source
+            was deleted, the last version without it was restored).
+        at: when the newest information in it was said.
+        recorded_at: when this version was written.
+        message_ids: the messages this version was built from.
+        detail: extras (the merged candidate, the gate's score).
+    """
+
+    memory_id: str
+    version: int
+    text: str
+    cause: str
+    at: datetime
+    recorded_at: datetime
+    message_ids: tuple[str, ...]
+    detail: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class ScopeStats:
-    """Counts for one scope."""
+    """Counts for one scope.
+
+    Generated memory: ``facts``, ``summaries``, ``insights``; ``gate`` holds
+    the novelty gate's state and counters (κ, τ, step, adds / updates /
+    noops). ``llm_*`` total the LLM calls of every add to the scope.
+    """
 
     scope: str
     threads: int
@@ -125,6 +189,15 @@ class ScopeStats:
     similarity_edges: int
     chronological_edges: int
     tokens: int
+    facts: int = 0
+    summaries: int = 0
+    insights: int = 0
+    gate: dict[str, Any] = field(default_factory=dict)
+    llm_calls: int = 0
+    llm_prompt_tokens: int = 0
+    llm_completion_tokens: int = 0
+    llm_ms: float = 0.0
+    llm_fallbacks: int = 0
 
 
 @dataclass(frozen=True)

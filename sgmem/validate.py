@@ -105,8 +105,11 @@ def check_time(value: Any, field: str) -> datetime | None:
         value = value.replace(tzinfo=timezone.utc)
     try:
         ts = value.timestamp()
-    except (OverflowError, OSError, ValueError):
-        raise InvalidInputError(field, value, "a datetime that can be represented as a timestamp") from None
+        value.astimezone(timezone.utc)  # 9999-12-31T23:00-05:00 is past the last UTC datetime
+    except (OverflowError, OSError, ValueError, TypeError):
+        raise InvalidInputError(
+            field, value, "a datetime between 0001-01-01 and 9999-12-31 in UTC (with a valid time zone)"
+        ) from None
     if not math.isfinite(ts):
         raise InvalidInputError(field, value, "a finite datetime")
     return value
@@ -127,10 +130,31 @@ def _as_dict(m: Any, field: str) -> dict[str, Any]:
         unknown = set(m) - _MESSAGE_KEYS
         if unknown:
             raise InvalidInputError(
-                field, sorted(unknown), f"only the keys {sorted(_MESSAGE_KEYS)}", "Put extra fields in 'metadata'."
+                field,
+                sorted(unknown, key=repr),
+                f"only the keys {sorted(_MESSAGE_KEYS)}",
+                "Put extra fields in 'metadata'.",
             )
         return dict(m)
     raise InvalidInputError(field, m, "a dict with 'role' and 'content', or a sgmem.Message")
+
+
+def _check_keys(value: Any) -> None:
+    """Refuse non-string keys, which JSON would not replay as given.
+
+    ``{1: "a"}`` would come back as ``{"1": "a"}``, and ``{1: "a", "1": "b"}``
+    would silently lose a value.
+    """
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            for k, item in v.items():
+                if not isinstance(k, str):
+                    raise TypeError(f"key {k!r} is not a string; JSON would replay it as {json.dumps(str(k))}")
+                stack.append(item)
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
 
 
 def normalise_messages(messages: Any, default_at: datetime, limits: Limits) -> list[dict[str, Any]]:
@@ -178,7 +202,8 @@ def normalise_messages(messages: Any, default_at: datetime, limits: Limits) -> l
         try:
             # stored as UTF-8 JSON: a lone surrogate in a value or key must fail here, not in SQLite
             json.dumps(metadata, allow_nan=False, ensure_ascii=False).encode("utf-8")
-        except (TypeError, ValueError) as exc:
+            _check_keys(metadata)
+        except (TypeError, ValueError, RecursionError) as exc:
             raise InvalidInputError(f"{f}.metadata", metadata, "a dict of JSON-serialisable values", str(exc)) from None
         out.append(
             {

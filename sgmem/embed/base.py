@@ -36,7 +36,12 @@ def check_embeddings(embedder: Embedder, texts: Sequence[str], vecs: object) -> 
     Raises:
         SgmemError: the embedder returned the wrong shape or non-finite values.
     """
-    arr = np.asarray(vecs, dtype=np.float32)
+    try:
+        arr = np.asarray(vecs, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise SgmemError(
+            f"embedder {embedder.name!r} returned {type(vecs).__name__}, not an array of numbers ({exc})."
+        ) from None
     if arr.ndim != 2 or arr.shape != (len(texts), embedder.dim):
         raise SgmemError(
             f"embedder {embedder.name!r} returned an array of shape {arr.shape}, "

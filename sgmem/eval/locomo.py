@@ -27,6 +27,7 @@ from ..config import Config
 from ..embed.base import Embedder
 from ..errors import InvalidInputError
 from ..memory import Memory
+from ..retrieval.search import Retriever
 from ..text.tokens import count_tokens
 
 __all__ = ["CATEGORY_NAMES", "Conversation", "EvalReport", "evaluate", "load_locomo", "render_report"]
@@ -161,7 +162,7 @@ def _turns_of(hits: Sequence[Any]) -> list[str]:
 def evaluate(
     path: str | Path,
     *,
-    systems: Sequence[tuple[str, str | None]] = (("sgmem hybrid", "hybrid"), ("BM25 turns", "bm25"), ("dense sentences", "vector")),
+    systems: Sequence[tuple[Any, ...]] = (("sgmem hybrid", "hybrid"), ("BM25 turns", "bm25"), ("dense sentences", "vector")),
     ks: Sequence[int] = (5, 10, 20),
     budgets: Sequence[int] = (1000,),
     config: Config | None = None,
@@ -173,14 +174,17 @@ def evaluate(
     """Run the evidence-recall evaluation on a LoCoMo file.
 
     Args:
-        systems: (label, mode) pairs, all searched over the same store.
+        systems: (label, mode) pairs, all searched over the same store; a
+            third element, a :class:`Config`, gives that system its own
+            retrieval settings (e.g. hybrid without a channel) over the same store.
         ks: cut-offs for recall@k.
         budgets: token budgets for recall within ``Memory.context``; the first
             system's mode is used for context.
         limit: only the first ``limit`` conversations.
     """
     convs = load_locomo(path, limit)
-    scores = [SystemScores(name) for name, _ in systems]
+    scores = [SystemScores(spec[0]) for spec in systems]
+    retrievers = [Retriever(spec[2]) if len(spec) > 2 and spec[2] is not None else None for spec in systems]
     kmax = max(ks)
     ingest_s = 0.0
     n_q = 0
@@ -196,10 +200,17 @@ def evaluate(
             for q in conv.questions:
                 n_q += 1
                 ev = set(q.evidence)
-                for sys_scores, (_, mode) in zip(scores, systems):
-                    t1 = time.perf_counter()
-                    hits = mem.search(q.question, scope=conv.sample_id, k=kmax, mode=mode)
-                    sys_scores.latency_ms.append((time.perf_counter() - t1) * 1e3)
+                for sys_scores, spec, retriever in zip(scores, systems, retrievers, strict=True):
+                    mode = spec[1]
+                    own = mem._retriever
+                    if retriever is not None:
+                        mem._retriever = retriever
+                    try:
+                        t1 = time.perf_counter()
+                        hits = mem.search(q.question, scope=conv.sample_id, k=kmax, mode=mode)
+                        sys_scores.latency_ms.append((time.perf_counter() - t1) * 1e3)
+                    finally:
+                        mem._retriever = own
                     turns = _turns_of(hits)
                     for k in ks:
                         got = len(ev & set(turns[:k])) / len(ev)

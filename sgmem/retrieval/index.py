@@ -11,6 +11,7 @@ process — bumps the scope's generation and the cache is rebuilt.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -76,6 +77,9 @@ class ScopeIndex:
     postings: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     turn_index: Any = None
     sent_index: Any = None
+    # MGRetrieval vocabulary + postings (sgmem.pyramid.vocabulary.KeywordIndex),
+    # loaded lazily from SQLite by sgmem.pyramid.retrieve.ensure_keywords
+    keywords: Any = None
     dirty: bool = False
     _msg_row: dict[int, int] = field(default_factory=dict)
     _sent_row: dict[int, int] = field(default_factory=dict)
@@ -200,13 +204,21 @@ class ScopeIndex:
 
     # ----------------------------------------------------------- persistence
     def save(self, directory: Path) -> None:
-        """Write the FAISS indexes next to the database (atomic renames)."""
+        """Write the FAISS indexes next to the database (atomic renames, user-only files).
+
+        The metadata file is replaced last and records a digest of each index
+        file, so a save torn by a crash, or interleaved with another process's
+        save, is detected on load instead of serving the wrong vectors.
+        """
         faiss = _faiss()
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         stem = directory / f"scope-{self.scope_id}"
+        digests = {}
         for suffix, index in (("turns", self.turn_index), ("sentences", self.sent_index)):
+            data = faiss.serialize_index(index)
+            digests[suffix] = _digest(data)
             tmp = Path(f"{stem}.{suffix}.faiss.tmp")
-            faiss.write_index(index, str(tmp))
+            _write_private(tmp, data)
             os.replace(tmp, f"{stem}.{suffix}.faiss")
         meta = {
             "generation": self.generation,
@@ -215,15 +227,51 @@ class ScopeIndex:
             "last_turn_id": self.msg_ids[-1] if self.msg_ids else 0,
             "last_sentence_id": self.sent_ids[-1] if self.sent_ids else 0,
             "dim": self.dim,
+            "digests": digests,
         }
         tmp = Path(f"{stem}.json.tmp")
-        tmp.write_text(json.dumps(meta))
+        _write_private(tmp, json.dumps(meta).encode())
         os.replace(tmp, f"{stem}.json")
         self.dirty = False
 
 
-def _load_cached(directory: Path | None, idx: ScopeIndex) -> tuple[Any, Any] | None:
-    """FAISS indexes from disk if they match the scope exactly, else None."""
+def _digest(data: Any) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _write_private(path: Path, data: Any) -> None:
+    """Write ``data`` to ``path`` readable by the owner only (vectors leak what was said)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # a leftover file keeps its old mode through O_CREAT
+        with os.fdopen(fd, "wb", closefd=False) as f:
+            f.write(memoryview(data))
+    finally:
+        os.close(fd)
+
+
+def _read_index(path: str, digest: Any) -> Any:
+    """A FAISS index from ``path`` if its bytes match ``digest``, else None."""
+    data = Path(path).read_bytes()
+    if not isinstance(digest, str) or _digest(data) != digest:
+        return None
+    return _faiss().deserialize_index(np.frombuffer(data, dtype=np.uint8))
+
+
+def _same_rows(index: Any, vecs: dict[int, np.ndarray]) -> bool:
+    """Spot-check: the cached index holds SQLite's vectors at these rows."""
+    return all(np.array_equal(index.reconstruct(row), vec) for row, vec in vecs.items())
+
+
+def _load_cached(
+    directory: Path | None, idx: ScopeIndex, probes: tuple[dict[int, np.ndarray], dict[int, np.ndarray]]
+) -> tuple[Any, Any] | None:
+    """FAISS indexes from disk if they match the scope exactly, else None.
+
+    ``probes`` holds SQLite's vectors at a few rows of each index: a cache
+    saved from another history of the database (a restored backup) has the
+    right counts and generation but not those vectors.
+    """
     if directory is None:
         return None
     stem = directory / f"scope-{idx.scope_id}"
@@ -238,14 +286,31 @@ def _load_cached(directory: Path | None, idx: ScopeIndex) -> tuple[Any, Any] | N
             or meta.get("last_sentence_id") != (idx.sent_ids[-1] if idx.sent_ids else 0)
         ):
             return None
-        faiss = _faiss()
-        turns = faiss.read_index(f"{stem}.turns.faiss")
-        sents = faiss.read_index(f"{stem}.sentences.faiss")
+        digests = meta.get("digests") or {}
+        turns = _read_index(f"{stem}.turns.faiss", digests.get("turns"))
+        sents = _read_index(f"{stem}.sentences.faiss", digests.get("sentences"))
+        if turns is None or sents is None:
+            return None
+        if turns.ntotal != idx.n_turns or sents.ntotal != idx.n_sentences or turns.d != idx.dim or sents.d != idx.dim:
+            return None
+        if not (_same_rows(turns, probes[0]) and _same_rows(sents, probes[1])):
+            return None
     except Exception:  # missing, torn or corrupt cache files: rebuild from SQLite
         return None
-    if turns.ntotal != idx.n_turns or sents.ntotal != idx.n_sentences or turns.d != idx.dim or sents.d != idx.dim:
-        return None
     return turns, sents
+
+
+def _probes(conn: Any, idx: ScopeIndex) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """SQLite's vectors at the first, middle and last row of each index."""
+
+    def at(table: str, ids: list[int]) -> dict[int, np.ndarray]:
+        rows = sorted({0, len(ids) // 2, len(ids) - 1}) if ids else []
+        return {
+            r: np.frombuffer(conn.execute(f"SELECT vec FROM {table} WHERE id = ?", (ids[r],)).fetchone()[0], np.float32)
+            for r in rows
+        }
+
+    return at("messages", idx.msg_ids), at("sentences", idx.sent_ids)
 
 
 def discard_cache(directory: Path | None, scope_id: int) -> None:
@@ -298,7 +363,8 @@ def load_scope_index(store: SQLiteStore, scope_id: int, dim: int, cache_dir: Pat
             idx.adjacency.append([])
             idx.msg_sents[mrow].append(srow)
             idx._sent_row[int(sid)] = srow
-        cached = _load_cached(cache_dir, idx)
+        probes = _probes(conn, idx) if cache_dir is not None else ({}, {})
+        cached = _load_cached(cache_dir, idx, probes)
         if cached is not None:
             idx.turn_index, idx.sent_index = cached
         else:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Config
+from ..pyramid import retrieve as pyramid
 from ..text.dates import query_windows
 from ..text.lexical import analyze
 from .graph import EPSILON, chunk_rows, expand, rank_chunks
@@ -70,24 +71,33 @@ class Retriever:
     def per_turn_sentence_scores(idx: ScopeIndex, cos: np.ndarray, rest_weight: float) -> tuple[np.ndarray, np.ndarray]:
         """Best sentence cosine per turn plus ``rest_weight`` × mean of the others.
 
+        Sentence rows are contiguous per turn and in turn order, so the
+        per-turn reductions are segment reductions (``reduceat``).
+
         Returns (scores, best sentence row per turn; -1 where a turn has none).
         """
         n = idx.n_turns
         best = np.full(n, -np.inf, dtype=np.float64)
-        if cos.size == 0:
-            return best, np.full(n, -1)
-        owner = idx.array("sent_msg")
-        np.maximum.at(best, owner, cos)
-        total = np.zeros(n)
-        np.add.at(total, owner, cos)
-        count = np.bincount(owner, minlength=n)
-        rest = np.where(count > 1, (total - np.where(np.isfinite(best), best, 0)) / np.maximum(count - 1, 1), 0.0)
-        score = best + rest_weight * rest
-        # best sentence row per turn: the last row per owner whose cos equals the max
         best_row = np.full(n, -1)
-        hit = cos >= best[owner] - 1e-12
-        best_row[owner[hit]] = np.flatnonzero(hit)
-        return score, best_row
+        if cos.size == 0:
+            return best, best_row
+        owner = idx.array("sent_msg")
+        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+        turns = owner[starts]
+        cos64 = cos.astype(np.float64)
+        seg_max = np.maximum.reduceat(cos64, starts)
+        seg_sum = np.add.reduceat(cos64, starts)
+        seg_cnt = np.diff(np.r_[starts, cos.size])
+        rest = np.where(seg_cnt > 1, (seg_sum - seg_max) / np.maximum(seg_cnt - 1, 1), 0.0)
+        best[turns] = seg_max + rest_weight * rest
+        # best sentence row per turn: first row of the segment holding the max
+        is_max = cos64 >= np.repeat(seg_max, seg_cnt) - 1e-12
+        rows = np.flatnonzero(is_max)
+        seg_of_row = np.searchsorted(starts, rows, side="right") - 1
+        first = np.full(starts.size, -1)
+        first[seg_of_row[::-1]] = rows[::-1]
+        best_row[turns] = first
+        return best, best_row
 
     @staticmethod
     def lexical_scores(idx: ScopeIndex, terms: list[str], neighbour_weight: float) -> tuple[np.ndarray, float]:
@@ -131,22 +141,49 @@ class Retriever:
         k: int,
         allowed: np.ndarray | None,
         texts: Callable[[list[int]], list[str]],
+        tools: pyramid.PyramidTools | None = None,
     ) -> list[Ranked]:
         """Rank the scope for ``query`` (embedded as ``q``) in ``mode``.
 
         Args:
             allowed: boolean mask over turn rows (filters), or None for all.
-            texts: loads turn texts by row (used by the BM25 mode's index).
+            texts: loads turn texts by row (used by the BM25 mode's index and
+                by the pyramid's LLM prompts).
+            tools: word embeddings and LLM for the pyramid (mode ``pyramid``
+                and the hybrid's pyramid channel); ``idx.keywords`` must be
+                loaded for either (see :func:`sgmem.pyramid.retrieve.ensure_keywords`).
         """
         if idx.n_turns == 0:
             return []
+        if mode == "pyramid":
+            return self._pyramid(idx, q, query, k, allowed, texts, tools)
         if mode == "vector":
             return self._vector(idx, q, k, allowed)
         if mode == "graph":
             return self._graph(idx, q, k, allowed)
         if mode == "bm25":
             return self._bm25_mode(idx, query, k, allowed, texts)
-        return self._hybrid(idx, q, query, k, allowed)
+        return self._hybrid(idx, q, query, k, allowed, tools, texts)
+
+    def needs_keywords(self, mode: str) -> bool:
+        """Whether ``mode`` reads the pyramid's keyword index."""
+        return mode == "pyramid" or (mode == "hybrid" and self.config.hybrid.w_pyramid > 0)
+
+    def _pyramid(
+        self,
+        idx: ScopeIndex,
+        q: np.ndarray,
+        query: str,
+        k: int,
+        allowed: np.ndarray | None,
+        texts: Callable[[list[int]], list[str]],
+        tools: pyramid.PyramidTools | None,
+    ) -> list[Ranked]:
+        # a memory is a turn (§3.1 [C]); its cosine is the turn vector's (measured
+        # better than the best sentence's as the pyramid's relevance, see PyramidConfig)
+        rel = self.turn_cosines(idx, q).astype(np.float64)
+        out = pyramid.run(idx, self.config.pyramid, query, q, rel, allowed, tools, texts, use_llm=True)
+        return [Ranked("turn", [r], score, why) for r, score, why in pyramid.rank(out, rel, k, allowed)]
 
     def _vector(self, idx: ScopeIndex, q: np.ndarray, k: int, allowed: np.ndarray | None) -> list[Ranked]:
         cos = self.sentence_cosines(idx, q)
@@ -237,7 +274,14 @@ class Retriever:
         ]
 
     def _hybrid(
-        self, idx: ScopeIndex, q: np.ndarray, query: str, k: int, allowed: np.ndarray | None
+        self,
+        idx: ScopeIndex,
+        q: np.ndarray,
+        query: str,
+        k: int,
+        allowed: np.ndarray | None,
+        tools: pyramid.PyramidTools | None = None,
+        texts: Callable[[list[int]], list[str]] | None = None,
     ) -> list[Ranked]:
         h = self.config.hybrid
         cos = self.sentence_cosines(idx, q)
@@ -258,11 +302,19 @@ class Retriever:
                 s_graph[int(key)] = score - EPSILON  # type: ignore[call-overload]
                 r0 = min(srows, key=lambda r: exp.hop[r])
                 hop_of[int(key)] = (exp.hop[r0], exp.origin[r0])  # type: ignore[call-overload]
+        # pyramid channel: MGRetrieval's critical memories, by rank and pyramid level
+        s_pyr = np.zeros(idx.n_turns)
+        pyr_out = None
+        if h.w_pyramid > 0 and idx.keywords is not None:
+            pyr_out = pyramid.run(
+                idx, self.config.pyramid, query, q, s_turn, allowed, tools, texts, use_llm=self.config.pyramid.llm_in_hybrid
+            )
+            s_pyr = pyramid.channel(pyr_out, idx.n_turns, self.config.pyramid)
         prior = h.length_prior * np.log1p(idx.array("tokens").astype(np.float64)) / math.log1p(64)
         dense = h.w_sentence * s_sent + h.w_turn * s_turn
         if h.neighbour_dense:
             dense = dense + h.neighbour_dense * _neighbour_max(s_sent, prev, nxt, 0.0)
-        total = dense + h.w_lexical * s_lex + h.w_graph * s_graph + prior
+        total = dense + h.w_lexical * s_lex + h.w_graph * s_graph + h.w_pyramid * s_pyr + prior
         date_bonus = np.zeros(idx.n_turns)
         windows = query_windows(query, h.date_slack_days) if (h.date_day_bonus or h.date_month_bonus) else []
         if windows:
@@ -290,12 +342,16 @@ class Retriever:
                     "turn": round(float(s_turn[r]), 4),
                     "lexical": round(float(s_lex[r]), 4),
                     "graph": round(float(s_graph[r]), 4),
+                    "pyramid": round(float(s_pyr[r]), 4),
                     "length_prior": round(float(prior[r]), 4),
                     "date": round(float(date_bonus[r]), 4),
                 },
                 "sentence": idx.sent_text[s] if s >= 0 else None,
                 "matched": sorted(qset & idx.terms[r]),
             }
+            if pyr_out is not None and r in pyr_out.seen:
+                f = pyr_out.seen[r]
+                why["pyramid"] = {"keywords": list(f.path), "level": f.level, "round": f.round}
             if r in hop_of:
                 hop, origin = hop_of[r]
                 why["graph"] = {"hop": hop, **({"via_seed": idx.sent_text[origin]} if hop else {})}

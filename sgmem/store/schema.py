@@ -86,7 +86,147 @@ CREATE INDEX turn_edges_dst ON turn_edges (dst);
 CREATE INDEX turn_edges_scope ON turn_edges (scope_id);
 """
 
+# MGRetrieval (ALGORITHMS §3): canonical keyword vocabulary per scope and the
+# inverted index keyword -> messages. A vocabulary row is a lookup form (lemma):
+# canonical when canonical_id is NULL, else an alias merged into that entry.
+# vec is the keyword's embedding (for cosine matching). Postings go with their
+# message; entries left without postings are pruned by the delete.
+_KEYWORDS = """
+CREATE TABLE vocabulary (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    scope_id     INTEGER NOT NULL REFERENCES scopes(id),
+    keyword      TEXT NOT NULL,
+    lemma        TEXT NOT NULL,
+    canonical_id INTEGER REFERENCES vocabulary(id) ON DELETE CASCADE,
+    vec          BLOB,
+    UNIQUE (scope_id, lemma)
+);
+CREATE INDEX vocabulary_canonical ON vocabulary (canonical_id);
+
+CREATE TABLE keyword_postings (
+    keyword_id INTEGER NOT NULL REFERENCES vocabulary(id) ON DELETE CASCADE,
+    message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    scope_id   INTEGER NOT NULL,
+    PRIMARY KEY (keyword_id, message_id)
+) WITHOUT ROWID;
+CREATE INDEX keyword_postings_message ON keyword_postings (message_id);
+CREATE INDEX keyword_postings_scope ON keyword_postings (scope_id, message_id);
+"""
+
+# Derived memory (ALGORITHMS §1 SGMem facts, summaries, insights; §2 SAGE gate).
+# A derived row is the current version (its sources are its origin links);
+# derived_versions keeps the superseded versions, each with its time, cause
+# and the message ids it was built from (so a store holds each text once). Sources link a
+# memory to the messages its text came from ('origin') or that repeated it and
+# were skipped by the gate ('support'); they go with their message. The gate's
+# per-scope state and decision log, and LLM usage per scope, live here too.
+_DERIVED = """
+CREATE TABLE derived (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    scope_id   INTEGER NOT NULL REFERENCES scopes(id),
+    kind       TEXT NOT NULL CHECK (kind IN ('fact', 'summary', 'insight')),
+    text       TEXT NOT NULL,
+    vec        BLOB NOT NULL,
+    at         TEXT NOT NULL,
+    at_ts      REAL NOT NULL,
+    thread     TEXT NOT NULL,
+    session    TEXT,
+    speaker    TEXT,
+    method     TEXT NOT NULL,
+    version    INTEGER NOT NULL DEFAULT 1,
+    cause      TEXT NOT NULL,
+    detail     TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX derived_scope ON derived (scope_id, kind, id);
+CREATE INDEX derived_session ON derived (scope_id, kind, thread, session);
+
+CREATE TABLE derived_sources (
+    memory_id  INTEGER NOT NULL REFERENCES derived(id) ON DELETE CASCADE,
+    message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    role       TEXT NOT NULL CHECK (role IN ('origin', 'support')),
+    PRIMARY KEY (memory_id, message_id)
+) WITHOUT ROWID;
+CREATE INDEX derived_sources_message ON derived_sources (message_id);
+
+CREATE TABLE derived_versions (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    memory_id   INTEGER NOT NULL REFERENCES derived(id) ON DELETE CASCADE,
+    version     INTEGER NOT NULL,
+    text        TEXT NOT NULL,
+    vec         BLOB NOT NULL,
+    cause       TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    sources     TEXT NOT NULL,
+    detail      TEXT NOT NULL DEFAULT '{}',
+    UNIQUE (memory_id, version)
+);
+
+-- one row per gated candidate; memory_id is the fact added, merged into, or
+-- covering a Noop (kept even if that fact is later deleted)
+CREATE TABLE gate_decisions (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    scope_id    INTEGER NOT NULL REFERENCES scopes(id),
+    message_id  INTEGER REFERENCES messages(id) ON DELETE CASCADE,
+    step        INTEGER NOT NULL,
+    action      TEXT NOT NULL,
+    score       REAL NOT NULL,
+    novelty     REAL NOT NULL,
+    tau         REAL NOT NULL,
+    kappa       REAL NOT NULL,
+    n           INTEGER NOT NULL,
+    memory_id   INTEGER,
+    candidate   TEXT NOT NULL,
+    sources     TEXT NOT NULL,
+    scorer      TEXT NOT NULL,
+    recorded_at TEXT NOT NULL
+);
+CREATE INDEX gate_decisions_scope ON gate_decisions (scope_id, id);
+CREATE INDEX gate_decisions_message ON gate_decisions (message_id);
+
+CREATE TABLE gate_state (
+    scope_id      INTEGER PRIMARY KEY REFERENCES scopes(id),
+    version       INTEGER NOT NULL DEFAULT 0,
+    n             INTEGER NOT NULL DEFAULT 0,
+    step          INTEGER NOT NULL DEFAULT 0,
+    msg_count     INTEGER NOT NULL DEFAULT 0,
+    tau           REAL,
+    kappa         REAL NOT NULL DEFAULT 1.0,
+    sum_vec       BLOB,
+    pca_mean      BLOB,
+    pca_basis     BLOB,
+    pca_lo        BLOB,
+    pca_hi        BLOB,
+    pca_n_fit     INTEGER NOT NULL DEFAULT 0,
+    pca_stale     INTEGER NOT NULL DEFAULT 1,
+    ivf_centroids BLOB,
+    ivf_n_train   INTEGER NOT NULL DEFAULT 0,
+    insight_n     INTEGER NOT NULL DEFAULT 0,
+    adds          INTEGER NOT NULL DEFAULT 0,
+    updates       INTEGER NOT NULL DEFAULT 0,
+    noops         INTEGER NOT NULL DEFAULT 0,
+    updated_at    TEXT
+);
+
+CREATE TABLE llm_usage (
+    scope_id          INTEGER NOT NULL REFERENCES scopes(id),
+    task              TEXT NOT NULL,
+    calls             INTEGER NOT NULL DEFAULT 0,
+    prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    ms                REAL NOT NULL DEFAULT 0,
+    fallbacks         INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (scope_id, task)
+) WITHOUT ROWID;
+"""
+
 #: (name, SQL) pairs, applied in order.
-MIGRATIONS: tuple[tuple[str, str], ...] = (("0001_initial", _INITIAL),)
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    ("0001_initial", _INITIAL),
+    ("0002_derived_memory", _DERIVED),
+    ("0003_keywords", _KEYWORDS),
+)
 
 SCHEMA_VERSION = len(MIGRATIONS)

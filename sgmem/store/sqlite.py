@@ -135,15 +135,10 @@ class _Cursor:
         self._conn = conn
 
     def __iter__(self) -> Iterator[Any]:
-        it = iter(self._cur)
-        while True:
-            try:
-                row = next(it)
-            except StopIteration:
-                return
-            except sqlite3.Error as exc:
-                raise self._conn.translate(exc) from exc
-            yield row
+        try:
+            yield from self._cur
+        except sqlite3.Error as exc:
+            raise self._conn.translate(exc) from exc
 
     def fetchone(self) -> Any:
         try:
@@ -193,7 +188,10 @@ class _Conn:
             raise self.translate(exc) from exc
 
     def __getattr__(self, name: str) -> Any:  # in_transaction, total_changes, close...
-        return getattr(self._raw, name)
+        try:
+            return getattr(self._raw, name)
+        except sqlite3.Error as exc:  # e.g. in_transaction on a closed connection
+            raise self.translate(exc) from exc
 
 
 class SQLiteStore:

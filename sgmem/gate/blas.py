@@ -1,0 +1,42 @@
+"""Single-threaded BLAS for the gate's small linear algebra.
+
+The gate's matrices are small (a PCA of a few thousand 384-d rows, one
+matrix-vector product per candidate). Multi-threaded OpenBLAS gains nothing
+on them and, next to PyTorch's OpenMP threads on a machine with few cores,
+loses up to 100× to oversubscription (measured: a 500×24 QR took 80–250 ms
+multi-threaded, 0.3–1 ms single-threaded). When ``threadpoolctl`` is
+installed (it comes with the ``embeddings`` extra), these sections run with
+one BLAS thread; without it, nothing changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["single_thread_blas"]
+
+
+@lru_cache(maxsize=1)
+def _controller() -> Any:
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - optional
+        return None
+    try:
+        return ThreadpoolController()
+    except Exception:  # noqa: BLE001 - an odd runtime must never break a write
+        return None
+
+
+@contextlib.contextmanager
+def single_thread_blas() -> Iterator[None]:
+    """Run the block with one BLAS thread (a no-op without ``threadpoolctl``)."""
+    ctl = _controller()
+    if ctl is None:
+        yield
+        return
+    with ctl.limit(limits=1, user_api="blas"):
+        yield

@@ -1,0 +1,130 @@
+"""Every prompt sgmem sends to an LLM, in one module.
+
+Prompts are plain ``str.format`` templates; each says which JSON it expects,
+and each caller has an LLM-free rule for output it cannot parse. Sections are
+named after the algorithm that owns them (see ALGORITHMS.md).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "FACT_EXTRACTION",
+    "INSIGHTS",
+    "MERGE",
+    "MERGE_STRICT",
+    "SESSION_SUMMARY",
+    "PYRAMID_KEYWORD_EXTRACTION",
+    "PYRAMID_KEYWORD_MATCHING",
+    "PYRAMID_QUERY_KEYWORDS",
+    "PYRAMID_REFLECT",
+]
+
+# --------------------------------------------------------------------------
+# MGRetrieval, reflective keyword-pyramid retrieval (ALGORITHMS §3). The paper's
+# prompt texts are not public (§3.6 [U]); these follow its described roles.
+
+#: §3.2 step 1: salient keywords of one memory (one dialogue turn).
+PYRAMID_KEYWORD_EXTRACTION = """You index a conversation memory by its keywords.
+
+Message from {speaker} ({date}):
+\"\"\"{text}\"\"\"
+
+List the salient keywords of this message: people, places, organisations, objects, activities, events, \
+topics, dates and numbers. Use single words or short noun phrases in their base form, at most {limit}.
+Answer with a JSON list of strings only, for example ["pottery", "Sweden", "adoption agency"]."""
+
+#: §3.2 step 2: map new keywords onto the canonical vocabulary.
+PYRAMID_KEYWORD_MATCHING = """You keep a vocabulary of canonical keywords for a memory index.
+
+Existing vocabulary entries:
+{vocabulary}
+
+New keywords:
+{keywords}
+
+For each new keyword, give the existing entry that denotes the same concept (a synonym, a spelling or \
+inflection variant), or null when no entry does. Do not map merely related concepts.
+Answer with one JSON object only, mapping every new keyword to an entry or null, for example \
+{{"puppy": "dog", "kayak": null}}."""
+
+#: §3.3: select query keywords from the vocabulary.
+PYRAMID_QUERY_KEYWORDS = """Question: {question}
+
+Keywords of the memory index:
+{vocabulary}
+
+Select up to {n} keywords from this list that memories answering the question would contain, most \
+important first. Copy them exactly as written.
+Answer with a JSON list of strings only."""
+
+#: §3.5: one reflective round (answer, sufficiency, critical memories).
+PYRAMID_REFLECT = """You answer a question from a person's conversation memories, reading them in rounds.
+
+Question: {question}
+Draft answer so far: {answer}
+
+Critical memories kept from earlier rounds:
+{critical}
+
+New memories in this round:
+{new}
+
+1. Answer the question from the memories above ("unknown" if they do not contain the answer).
+2. Decide whether these memories are sufficient to answer the question completely.
+3. List the ids of the memories needed to answer it (from either list), most important first.
+Answer with one JSON object only: {{"answer": "...", "sufficient": true or false, "critical": ["M1", "M4"]}}"""
+
+
+# --------------------------------------------------------------------------
+# SGMem generated memory (ALGORITHMS §1.5, paraphrased from the paper's
+# Appendix B) and SAGE's merge prompt (§2.5, from the official code). Each
+# caller falls back to its LLM-free rule (§1.6, §2.8) on unusable output.
+
+#: §1.5 Fact: explicit personal facts of a batch of messages, with their sources.
+FACT_EXTRACTION = """You extract memories from a conversation.
+
+Messages (numbered, with speaker and date):
+{messages}
+
+Extract all explicit personal facts about the people in these messages, above all the user: life \
+events (past, present and planned), experiences, preferences, relationships, and numbers, dates, places \
+and organisations. Each fact is one standalone sentence: use names (or "The user"), never pronouns; keep \
+every time, place and quantity detail; state only what is said, infer nothing. Ignore greetings and \
+small talk.
+Answer with a JSON list only, one object per fact with the numbers of the messages it comes from, for \
+example [{{"fact": "Caroline attended an LGBTQ support group on 7 May 2023.", "sources": [1]}}]. \
+Answer [] when there are no facts."""
+
+#: §1.5 Summary: one session's dialogue.
+SESSION_SUMMARY = """Summarize this dialogue as concisely as possible, keeping its main themes and key \
+information (names, dates, places, numbers). Several key events may be summarized separately.
+
+Dialogue ({date}):
+{dialogue}
+
+Answer with the summary text only."""
+
+#: §1.5 Insight: higher-level patterns over timestamped facts.
+INSIGHTS = """Here are facts from a person's conversations, with timestamps:
+{facts}
+
+Merge related facts into higher-level insights: preferences, habits, routines, opinions, goals and current \
+status. Each insight is concise and standalone and must not copy an input fact. Use each insight's latest \
+timestamp among the facts it merges.
+Answer with a JSON list only, for example [{{"timestamp": "2023-05-08", "content": "..."}}]. Answer [] \
+when the facts show no pattern."""
+
+#: §2.5 Update: the code's default (short) merge prompt.
+MERGE = """Existing memory: {existing}
+New information: {new}
+Write a concise, non-redundant merged memory preserving all distinct information. Max 2 sentences.
+Answer with the merged memory only."""
+
+#: §2.5 Update: the code's longer prompt, suggested for strong models.
+MERGE_STRICT = """Existing memory: {existing}
+New information: {new}
+Merge them into one memory. Keep every name, number and date. Facts that can hold several values \
+(hobbies, places visited, people met) are additive: keep all of them. Overwrite only single-valued \
+attributes (current job, home city, age) when the new information replaces them. If unsure, keep both. \
+Max 2 sentences.
+Answer with the merged memory only."""

@@ -1,0 +1,400 @@
+"""Canonical vocabulary and inverted index ``keyword → turns`` (ALGORITHMS §3.1–3.2).
+
+SQLite holds the truth (migration ``0003_keywords``):
+
+- ``vocabulary(id, scope_id, keyword, lemma, canonical_id, vec)``: one row per
+  lookup form. A canonical entry has ``canonical_id`` NULL; an alias (a form
+  merged into an entry: an LLM match, or cosine ≥ ``match_cosine``) points at
+  its entry and is deleted with it.
+- ``keyword_postings(keyword_id, message_id, scope_id)``: canonical entry →
+  message, deleted with the message (``ON DELETE CASCADE``); entries left with
+  no posting are pruned by :func:`prune` in the same transaction as the delete.
+
+The write is planned outside the store lock (:func:`plan_keywords`: extraction,
+one embedding batch for the add's new keywords, matching) and applied inside
+the add's transaction (:func:`apply_plan`), so keywords commit with the
+messages or not at all. :class:`KeywordIndex` is the per-scope in-memory copy
+(turn rows instead of message ids), cached on the scope's
+:class:`~sgmem.retrieval.index.ScopeIndex` and extended after each add.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..prompts import PYRAMID_KEYWORD_EXTRACTION, PYRAMID_KEYWORD_MATCHING
+from .config import PyramidConfig
+from .keywords import clean_llm_keywords, keyword_key, speaker_words, stem_key, turn_keywords
+from .llmio import Usage, call_json
+
+__all__ = ["Applied", "KeywordIndex", "KeywordPlan", "apply_plan", "load_keywords", "plan_keywords", "prune"]
+
+
+class KeywordIndex:
+    """One scope's vocabulary and postings, over the scope's turn rows."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.ids: list[int] = []  # canonical entries: db id per local index
+        self.words: list[str] = []
+        self.rows: list[list[int]] = []  # postings: turn rows, ascending
+        self.local: dict[int, int] = {}  # db id (canonical) -> local index
+        self.lookup: dict[str, int] = {}  # lemma (canonical or alias) -> local index
+        self.stems: dict[str, int] = {}  # Snowball stem of a lemma -> local index (first wins)
+        self.entry_local: list[int] = []  # every vocabulary row with a vector -> local index
+        self.entry_keys: list[str] = []
+        self._entry_vecs: list[np.ndarray] = []
+        self._mat: np.ndarray | None = None
+        self.turn_kws: dict[int, list[int]] = {}  # turn row -> local keyword indexes
+        self._arr: dict[int, np.ndarray] = {}
+
+    # ------------------------------------------------------------------ views
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def find(self, key: str, stems: bool) -> int | None:
+        """Local index of the entry with lookup form ``key``, else (``stems``) of one sharing its stem."""
+        loc = self.lookup.get(key)
+        if loc is None and stems:
+            loc = self.stems.get(stem_key(key))
+        return loc
+
+    def df(self, local: int) -> int:
+        """Turns holding keyword ``local``."""
+        return len(self.rows[local])
+
+    def df_key(self, key: str) -> int:
+        """Turns holding the keyword with lookup form ``key`` (0 if unknown)."""
+        i = self.lookup.get(key)
+        return len(self.rows[i]) if i is not None else 0
+
+    def postings(self, local: int) -> np.ndarray:
+        """Turn rows of keyword ``local`` as a sorted int array (cached)."""
+        arr = self._arr.get(local)
+        if arr is None:
+            arr = np.asarray(self.rows[local], dtype=np.int64)
+            self._arr[local] = arr
+        return arr
+
+    def matrix(self) -> np.ndarray:
+        """(entries, dim) unit vectors of every vocabulary row (aliases included)."""
+        if self._mat is None or len(self._mat) != len(self._entry_vecs):
+            self._mat = (
+                np.stack(self._entry_vecs).astype(np.float32)
+                if self._entry_vecs
+                else np.zeros((0, self.dim), dtype=np.float32)
+            )
+        return self._mat
+
+    def nearest(self, vec: np.ndarray, min_cos: float) -> tuple[int, float] | None:
+        """Local index and cosine of the vocabulary entry closest to ``vec`` (≥ ``min_cos``)."""
+        mat = self.matrix()
+        if not len(mat):
+            return None
+        sims = mat @ vec
+        j = int(np.argmax(sims))
+        return (self.entry_local[j], float(sims[j])) if sims[j] >= min_cos else None
+
+    # ---------------------------------------------------------------- changes
+    def _add_entry(self, db_id: int, key: str, canonical: int | None, vec: np.ndarray | None) -> None:
+        if canonical is None:
+            loc = len(self.ids)
+            self.ids.append(db_id)
+            self.words.append(key)
+            self.rows.append([])
+            self.local[db_id] = loc
+        else:
+            loc = self.local.get(canonical, -1)
+            if loc < 0:
+                return
+        self.lookup[key] = loc
+        self.stems.setdefault(stem_key(key), loc)
+        if vec is not None and len(vec) == self.dim:
+            self.entry_local.append(loc)
+            self.entry_keys.append(key)
+            self._entry_vecs.append(np.asarray(vec, dtype=np.float32))
+
+    def _post(self, local: int, row: int) -> None:
+        rows = self.rows[local]
+        if rows and rows[-1] == row:
+            return
+        rows.append(row)
+        self._arr.pop(local, None)
+        self.turn_kws.setdefault(row, []).append(local)
+
+    def extend(self, applied: Applied, msg_row: Callable[[int], int | None]) -> None:
+        """Add the entries and postings one committed add created."""
+        for db_id, key, canonical, vec in applied.entries:
+            if canonical is None:
+                self._add_entry(db_id, key, None, vec)
+        for db_id, key, canonical, vec in applied.entries:
+            if canonical is not None:
+                self._add_entry(db_id, key, canonical, vec)
+        for mid, kw_ids in applied.postings:
+            row = msg_row(mid)
+            if row is None:
+                continue
+            for kid in kw_ids:
+                loc = self.local.get(kid)
+                if loc is not None:
+                    self._post(loc, row)
+
+
+def load_keywords(
+    conn: sqlite3.Connection, scope_id: int, dim: int, msg_row: Callable[[int], int | None]
+) -> KeywordIndex:
+    """Build a scope's :class:`KeywordIndex` from SQLite."""
+    kwi = KeywordIndex(dim)
+    entries = conn.execute(
+        "SELECT id, lemma, canonical_id, vec FROM vocabulary WHERE scope_id = ? ORDER BY id", (scope_id,)
+    ).fetchall()
+    for pass_canonical in (True, False):
+        for db_id, lemma, canonical, blob in entries:
+            if (canonical is None) != pass_canonical:
+                continue
+            vec = np.frombuffer(blob, dtype=np.float32) if blob else None
+            kwi._add_entry(int(db_id), lemma, None if canonical is None else int(canonical), vec)
+    for kid, mid in conn.execute(
+        "SELECT keyword_id, message_id FROM keyword_postings WHERE scope_id = ? ORDER BY message_id, keyword_id",
+        (scope_id,),
+    ):
+        row = msg_row(int(mid))
+        loc = kwi.local.get(int(kid))
+        if row is not None and loc is not None:
+            kwi._post(loc, row)
+    return kwi
+
+
+# --------------------------------------------------------------------- write
+@dataclass
+class KeywordPlan:
+    """Keywords of one add, matched against the vocabulary but not yet stored.
+
+    Attributes:
+        per_message: lookup forms per message, in message order.
+        new: forms not in the vocabulary snapshot → (vector or None, the form
+            of the existing/new entry it merges into, or None for a new entry).
+        usage: LLM calls made while planning.
+    """
+
+    per_message: list[list[str]]
+    new: dict[str, tuple[np.ndarray | None, str | None]] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class Applied:
+    """What :func:`apply_plan` stored: entries ``(id, lemma, canonical_id, vec)`` and postings."""
+
+    entries: list[tuple[int, str, int | None, np.ndarray | None]] = field(default_factory=list)
+    postings: list[tuple[int, list[int]]] = field(default_factory=list)
+
+
+def _llm_extract(
+    llm: Any,
+    texts: Sequence[str],
+    speakers: Sequence[str | None],
+    dates: Sequence[str],
+    cfg: PyramidConfig,
+    usage: Usage,
+) -> list[list[str] | None]:
+    out: list[list[str] | None] = []
+    for text, spk, date in zip(texts, speakers, dates, strict=False):
+        prompt = PYRAMID_KEYWORD_EXTRACTION.format(
+            speaker=spk or "someone", date=date, text=text, limit=cfg.keywords_per_turn
+        )
+        raw = call_json(llm, prompt, usage, "extract")
+        kws = clean_llm_keywords(raw, cfg.keywords_per_turn)
+        if kws is None and raw is not None:
+            usage.malformed += 1  # JSON, but not a list of strings
+        out.append(kws)
+    return out
+
+
+def _llm_match(
+    llm: Any, keys: list[str], vecs: np.ndarray, snapshot: KeywordIndex, cfg: PyramidConfig, usage: Usage
+) -> dict[str, str | None] | None:
+    """One matching call for a message's new keywords; None when unusable."""
+    mat = snapshot.matrix()
+    if not len(mat) or not keys:
+        return {}
+    sims = vecs @ mat.T  # (keys, entries)
+    per_key = max(1, cfg.llm_candidates // max(len(keys), 1))
+    shown: list[str] = []
+    for i in range(len(keys)):
+        for j in np.argsort(-sims[i])[:per_key]:
+            w = snapshot.words[snapshot.entry_local[int(j)]]
+            if w not in shown:
+                shown.append(w)
+    prompt = PYRAMID_KEYWORD_MATCHING.format(
+        vocabulary="\n".join(f"- {w}" for w in shown[: cfg.llm_candidates]),
+        keywords="\n".join(f"- {k}" for k in keys),
+    )
+    raw = call_json(llm, prompt, usage, "match")
+    if not isinstance(raw, dict):
+        if raw is not None:
+            usage.malformed += 1
+        return None
+    out: dict[str, str | None] = {}
+    for k in keys:
+        v = raw.get(k)
+        target = keyword_key(v) if isinstance(v, str) else None
+        out[k] = target if target and target in snapshot.lookup else None
+    return out
+
+
+def plan_keywords(
+    snapshot: KeywordIndex,
+    n_turns: int,
+    texts: Sequence[str],
+    speakers: Sequence[str | None],
+    dates: Sequence[str],
+    cfg: PyramidConfig,
+    embed: Callable[[list[str]], np.ndarray] | None,
+    llm: Any = None,
+) -> KeywordPlan:
+    """Extract and match the keywords of an add's messages (no store access).
+
+    Args:
+        snapshot: the scope's vocabulary now (may be empty).
+        n_turns: the scope's turns now (for IDF).
+        embed: embeds keywords (unit rows); None skips vectors and merging.
+        llm: optional; extraction and matching then use the prompts of
+            :mod:`sgmem.prompts`, falling back to the lexical rule per message.
+    """
+    usage = Usage()
+    lexical = turn_keywords(texts, speakers, cfg.keywords_per_turn, snapshot.df_key, n_turns, cfg.speaker_keyword)
+    per_message = lexical
+    if llm is not None:
+        got = _llm_extract(llm, texts, speakers, dates, cfg, usage)
+        per_message = []
+        for lex, kws, spk in zip(lexical, got, speakers, strict=False):
+            if kws is None:
+                per_message.append(lex)
+                continue
+            if cfg.speaker_keyword and spk:
+                kws += [w for w in speaker_words(spk) if w not in kws]
+            per_message.append(kws)
+    new_keys: list[str] = []
+    for kws in per_message:
+        for k in kws:
+            if k not in snapshot.lookup and k not in new_keys:
+                new_keys.append(k)
+    plan = KeywordPlan(per_message, usage=usage)
+    if not new_keys:
+        return plan
+    merged: dict[str, str | None] = {k: None for k in new_keys}
+    if cfg.stem_match:
+        # a form sharing its stem with an entry (or an earlier new form) joins it: no embedding needed
+        first_of_stem: dict[str, str] = {}
+        for k in new_keys:
+            loc = snapshot.stems.get(stem_key(k))
+            if loc is not None:
+                merged[k] = snapshot.words[loc]
+            else:
+                first = first_of_stem.setdefault(stem_key(k), k)
+                merged[k] = first if first != k else None
+    llm_match = llm is not None and len(snapshot) > 0
+    want_vecs = embed is not None and (cfg.match_cosine is not None or cfg.query_cosine is not None or llm_match)
+    fresh = [k for k in new_keys if merged[k] is None]
+    vecs = embed(fresh) if want_vecs and fresh else None
+    vec_of = {k: vecs[i] for i, k in enumerate(fresh)} if vecs is not None else {}
+    if llm_match and vecs is not None:
+        for kws in per_message:
+            keys = [k for k in dict.fromkeys(kws) if k in vec_of and merged[k] is None]
+            if not keys:
+                continue
+            got = _llm_match(llm, keys, np.stack([vec_of[k] for k in keys]), snapshot, cfg, usage)
+            if got is None:
+                got = _cosine_match(keys, vec_of, snapshot, cfg)
+            merged.update({k: v for k, v in got.items() if v})
+    elif vecs is not None and cfg.match_cosine is not None:
+        merged.update({k: v for k, v in _cosine_match(fresh, vec_of, snapshot, cfg).items() if v})
+        # new keywords of this add that denote the same concept merge into the first one
+        firsts: list[str] = []
+        for k in fresh:
+            if merged[k] is not None:
+                continue
+            for f in firsts:
+                if float(vec_of[k] @ vec_of[f]) >= cfg.match_cosine:
+                    merged[k] = f
+                    break
+            else:
+                firsts.append(k)
+    plan.new = {k: (vec_of.get(k), merged[k]) for k in new_keys}
+    return plan
+
+
+def _cosine_match(
+    keys: list[str], vec_of: dict[str, np.ndarray], snapshot: KeywordIndex, cfg: PyramidConfig
+) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    if cfg.match_cosine is None:
+        return {k: None for k in keys}
+    for k in keys:
+        hit = snapshot.nearest(vec_of[k], cfg.match_cosine) if k in vec_of else None
+        out[k] = snapshot.words[hit[0]] if hit else None
+    return out
+
+
+def apply_plan(conn: sqlite3.Connection, scope_id: int, message_ids: Sequence[int], plan: KeywordPlan) -> Applied:
+    """Store a plan's vocabulary entries and postings (inside the add's transaction)."""
+    applied = Applied()
+    keys = sorted({k for kws in plan.per_message for k in kws} | {t for _, t in plan.new.values() if t})
+    resolved: dict[str, int] = {}  # lemma -> canonical db id
+    for i in range(0, len(keys), 500):
+        chunk = keys[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        for lemma, db_id, canonical in conn.execute(
+            f"SELECT lemma, id, canonical_id FROM vocabulary WHERE scope_id = ? AND lemma IN ({marks})",
+            (scope_id, *chunk),
+        ):
+            resolved[lemma] = int(canonical if canonical is not None else db_id)
+
+    def insert(key: str, canonical: int | None, vec: np.ndarray | None) -> int:
+        blob = np.ascontiguousarray(vec, dtype=np.float32).tobytes() if vec is not None else None
+        cur = conn.execute(
+            "INSERT INTO vocabulary (scope_id, keyword, lemma, canonical_id, vec) VALUES (?, ?, ?, ?, ?)",
+            (scope_id, key, key, canonical, blob),
+        )
+        db_id = int(cur.lastrowid)  # type: ignore[arg-type]
+        applied.entries.append((db_id, key, canonical, vec))
+        return db_id
+
+    # new entries first, then aliases (whose targets may be new entries of this add)
+    for key, (vec, target) in plan.new.items():
+        if key in resolved or (target is not None and target != key):
+            continue
+        resolved[key] = insert(key, None, vec)
+    for key, (vec, target) in plan.new.items():
+        if key in resolved:
+            continue
+        canonical = resolved.get(target) if target is not None else None
+        if canonical is None:
+            resolved[key] = insert(key, None, vec)
+        else:
+            insert(key, canonical, vec)
+            resolved[key] = canonical
+    rows: list[tuple[int, int, int]] = []
+    for mid, kws in zip(message_ids, plan.per_message, strict=False):
+        ids = list(dict.fromkeys(resolved[k] for k in kws if k in resolved))
+        applied.postings.append((mid, ids))
+        rows += [(kid, mid, scope_id) for kid in ids]
+    conn.executemany("INSERT OR IGNORE INTO keyword_postings (keyword_id, message_id, scope_id) VALUES (?, ?, ?)", rows)
+    return applied
+
+
+def prune(conn: sqlite3.Connection, scope_id: int) -> int:
+    """Delete vocabulary entries of ``scope_id`` left with no posting (and their aliases)."""
+    before = conn.total_changes
+    conn.execute(
+        "DELETE FROM vocabulary WHERE scope_id = ? AND canonical_id IS NULL AND NOT EXISTS "
+        "(SELECT 1 FROM keyword_postings p WHERE p.keyword_id = vocabulary.id)",
+        (scope_id,),
+    )
+    return conn.total_changes - before

@@ -1,0 +1,158 @@
+"""Routing over a scope's state: write steps, Add / Update / Noop, views, the approximate scorer."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sgmem.gate import GateConfig, GateState, NoveltyGate
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def e(i: int, dim: int = 16) -> np.ndarray:
+    v = np.zeros(dim, dtype=np.float32)
+    v[i] = 1.0
+    return v
+
+
+def test_first_candidate_is_added_without_scoring() -> None:
+    gate = NoveltyGate(GateConfig())
+    view = gate.fork(GateState(dim=16))
+    gate.begin_step(view)
+    d = gate.decide(view, e(0))
+    assert d.action == "add" and d.scorer == "none" and d.n == 0
+
+
+def test_a_repeated_candidate_is_a_noop_covered_by_the_first() -> None:
+    gate = NoveltyGate(GateConfig())
+    view = gate.fork(GateState(dim=16))
+    gate.begin_step(view)
+    row = gate.added(view, e(0))
+    d = gate.decide(view, e(0))
+    assert d.action == "noop"
+    assert d.nearest == row and d.nearest_cos == pytest.approx(1.0)
+    assert d.score == pytest.approx(1.0) and d.novelty == pytest.approx(0.0)
+
+
+def test_an_unrelated_candidate_is_added() -> None:
+    gate = NoveltyGate(GateConfig())
+    view = gate.fork(GateState(dim=16))
+    gate.begin_step(view)
+    gate.added(view, e(0))
+    d = gate.decide(view, e(1))  # orthogonal: s = 0, ν = 0.5
+    assert d.action == "add"
+    assert d.novelty == pytest.approx(0.5)
+
+
+def test_a_close_candidate_in_the_band_updates_its_nearest_memory() -> None:
+    gate = NoveltyGate(GateConfig(kappa=50.0))
+    view = gate.fork(GateState(dim=16))
+    gate.begin_step(view)  # τ1 = 0.275: Update when 0.275 ≤ ν < 0.3, i.e. 0.4 < s ≤ 0.45
+    gate.added(view, e(0))
+    gate.added(view, e(1))
+    # with N = 2, s = (1/κ) log((e^{κ cos a} + e^{κ cos b}) / 2); pick a direction with s ≈ 0.425
+    for t in np.linspace(0.3, 0.6, 301):
+        c = unit(t * e(0) + math.sqrt(1 - t * t) * e(2))
+        d = gate.decide(view, c)
+        if d.action == "update":
+            break
+    else:  # pragma: no cover - the band exists for these vectors
+        pytest.fail("no direction fell in the Update band")
+    assert d.nearest == 0
+    assert 0.275 <= d.novelty < 0.3
+
+
+def test_the_ema_trace_through_write_steps_by_hand() -> None:
+    cfg = GateConfig()
+    gate = NoveltyGate(cfg)
+    view = gate.fork(GateState(dim=16))
+    t1 = gate.begin_step(view)  # N = 0: ρ = 0, τ* = τ_min + τ_0
+    assert t1 == pytest.approx(0.275)
+    gate.added(view, e(0))
+    t2 = gate.begin_step(view)  # N = 1: V = 1, ρ = 1
+    star2 = 0.025 + 0.25 * math.exp(-2.0)
+    assert t2 == pytest.approx(0.9 * 0.275 + 0.1 * star2)
+    gate.added(view, e(1))
+    t3 = gate.begin_step(view)  # N = 2: V ≪ 1 (floored components), ρ ≫ 1, τ* = τ_min
+    assert t3 == pytest.approx(0.9 * t2 + 0.1 * 0.025)
+    assert [round(s["tau"], 9) for s in view.trace] == [round(t, 9) for t in (t1, t2, t3)]
+
+
+def test_steps_open_every_step_messages_messages() -> None:
+    gate = NoveltyGate(GateConfig(step_messages=3))
+    view = gate.fork(GateState(dim=16))
+    opened = []
+    for _ in range(7):
+        opened.append(gate.step_due(view))
+        view.msg_count += 1
+    assert opened == [True, False, False, True, False, False, True]
+
+
+def test_a_view_never_changes_the_committed_state_until_commit() -> None:
+    gate = NoveltyGate(GateConfig())
+    state = GateState(dim=16)
+    view = gate.fork(state)
+    gate.begin_step(view)
+    gate.added(view, e(0))
+    gate.added(view, e(1))
+    gate.updated(view, 0, e(2))
+    assert state.n == 0 and state.tau is None and state.step == 0
+    gate.commit(state, view, [101, 102])
+    assert state.ids == [101, 102]
+    assert np.array_equal(state.vectors[0], e(2)) and np.array_equal(state.vectors[1], e(1))
+    assert state.tau == view.tau and state.step == 1
+    assert np.allclose(state.sum_vec, e(1) + e(2))
+    assert state.counts == {"add": 2, "update": 1, "noop": 0}
+
+
+def test_commit_refuses_mismatched_ids() -> None:
+    gate = NoveltyGate(GateConfig())
+    state = GateState(dim=16)
+    view = gate.fork(state)
+    gate.added(view, e(0))
+    with pytest.raises(ValueError):
+        gate.commit(state, view, [])
+
+
+def _clustered(n: int, dim: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(20, dim))
+    x = centres[rng.integers(0, 20, n)] + 0.6 * rng.normal(size=(n, dim))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_approximate_scores_never_exceed_exact_ones_and_respect_the_bound() -> None:
+    dim = 32
+    vecs = _clustered(3000, dim, 0)
+    exact_gate = NoveltyGate(GateConfig(scorer="exact"))
+    # probing every list makes the index return the true top-k, the bound's premise
+    approx_gate = NoveltyGate(GateConfig(scorer="approx", approx_k=64, approx_nprobe=10_000))
+    state = GateState(dim=dim)
+    view = exact_gate.fork(state)
+    for v in vecs:
+        exact_gate.added(view, v)
+    exact_gate.commit(state, view, list(range(1, len(vecs) + 1)))
+    approx_gate.attach_index(state, None, 0)
+    assert state.ivf is not None and state.ivf.ntotal == len(vecs)
+    probes = _clustered(200, dim, 1)
+    v_exact, v_approx = exact_gate.fork(state), approx_gate.fork(state)
+    for c in probes:
+        se, kind_e, _ = exact_gate.score(v_exact, c)
+        sa, kind_a, bound = approx_gate.score(v_approx, c)
+        assert (kind_e, kind_a) == ("exact", "approx")
+        assert sa.score <= se.score + 1e-6
+        assert se.score - sa.score <= bound + 1e-6
+        assert sa.nearest == se.nearest
+
+
+def test_auto_scorer_switches_at_the_configured_size() -> None:
+    gate = NoveltyGate(GateConfig(approx_min_memories=100))
+    assert not gate.use_approx(99)
+    assert gate.use_approx(100)
+    assert not NoveltyGate(GateConfig(scorer="exact")).use_approx(10**6)
