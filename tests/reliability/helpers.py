@@ -10,6 +10,8 @@ search behaves like a (weak) real embedder.
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import re
 import sqlite3
@@ -81,8 +83,13 @@ def raw_dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
 def observable(mem: sgmem.Memory) -> tuple[Any, ...]:
     """Everything a user can observe about what is stored, for before/after checks."""
     stats = mem.stats()
+    # the gate's stream counters (step, messages seen, τ, decision tallies) record processing
+    # history, not stored data: a successful add followed by its delete advances them by design
+    scopes = tuple(
+        dataclasses.replace(s, gate={"facts": s.gate.get("facts", 0)} if s.gate else {}) for s in stats.scopes
+    )
     return (
-        stats.scopes,
+        scopes,
         tuple(mem.scopes()),
         tuple((s, tuple(mem.threads(scope=s)), tuple(mem.messages(scope=s))) for s in mem.scopes()),
     )
