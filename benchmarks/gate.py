@@ -116,9 +116,11 @@ def routing(convs: Sequence[Any], embedder: Any, roles: tuple[str, ...]) -> dict
     res: dict[str, Any] = {"roles": list(roles)}
     off = run_system(convs, embedder, cfg(mode="off"), collect=True)
     res["off"] = off
-    res["adaptive"] = run_system(convs, embedder, cfg())
+    res["adaptive"] = run_system(convs, embedder, cfg(mode="adaptive"))
+    # the shipped default: with no LLM, "auto" is the binary gate at the default τ_noop
+    res["default"] = run_system(convs, embedder, cfg())
     # the same stream through the approximate scorer (forced at these small sizes): routing agreement
-    approx = run_system(convs, embedder, cfg(scorer="approx"))
+    approx = run_system(convs, embedder, cfg(mode="adaptive", scorer="approx"))
     same = total = 0
     for sid, trace in res["adaptive"]["trace"].items():
         for a, b in zip(trace, approx["trace"][sid], strict=True):
@@ -144,7 +146,7 @@ def routing(convs: Sequence[Any], embedder: Any, roles: tuple[str, ...]) -> dict
             break
     merged["tau_noop"] = taus
     res["binary"] = merged
-    for name in ("off", "adaptive", "binary"):
+    for name in ("off", "adaptive", "default", "binary"):
         res[name].pop("vectors", None)
     return res
 
@@ -160,8 +162,13 @@ def render_routing(res: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     base_r = 100 * statistics.fmean(off["fact_recall"])
+    import sgmem
+
+    default_label = f"sgmem default (no LLM: binary, τ_noop {sgmem.GateConfig().tau_noop})"
     for name, label in (("off", "gate off (baseline)"), ("adaptive", "SAGE adaptive, paper defaults"),
-                        ("binary", "portable binary gate, τ p80 (2-fold)")):
+                        ("binary", "portable binary gate, τ p80 (2-fold)"), ("default", default_label)):
+        if name not in res:
+            continue
         r = res[name]
         n = r["add"] + r["update"] + r["noop"]
         rec = 100 * statistics.fmean(r["fact_recall"])
@@ -519,7 +526,7 @@ def main(argv: Sequence[str] | None = None, embedder: Any = None) -> dict[str, A
                              f"SAGE adaptive gate on LoCoMo {first} (no LLM, paper defaults)")
             text.append(f"\ntrace plot: {png}")
             report["plot"] = str(png)
-        for name in ("off", "adaptive", "binary"):
+        for name in ("off", "adaptive", "default", "binary"):
             r = res[name]
             r["fact_recall@10"] = 100 * statistics.fmean(r.pop("fact_recall"))
             r["turn_recall@10"] = 100 * statistics.fmean(r.pop("turn_recall"))

@@ -4,8 +4,8 @@ Phase ``grow`` adds ``--turns`` turns (default 50,000) in adds of ``--per-add``
 turns, with a search after every add (modes in turn) and a context block every
 tenth add: RSS should grow with what the store holds (vectors, postings), not
 with how many calls were made. Phase ``steady`` keeps the store's size fixed —
-every ``--delete-every`` adds, the oldest threads are deleted down to
-``--turns`` — for ``--steady`` more turns: here RSS must plateau, and its
+every ``--delete-every`` adds, the oldest adds are deleted (in one call)
+down to ``--turns`` — for ``--steady`` more turns: here RSS must plateau, and its
 slope is the leak rate. (A delete makes the next call rebuild the scope's
 index from SQLite, in time linear in the scope's size, so deleting after
 every add would measure rebuilds, not leaks.) Phase
@@ -14,7 +14,7 @@ caches).
 
 Run::
 
-    python -m benchmarks.soak                  # fast hashing embedder, ~10 min on 2 cores
+    python -m benchmarks.soak                  # fast hashing embedder, about an hour on 2 cores
     python -m benchmarks.soak --real           # MiniLM, much slower
     python -m benchmarks.soak --turns 5000 --steady 2000 --sample 500   # a quick look
 
@@ -118,7 +118,7 @@ def soak(
         if progress:
             progress(row)
 
-    threads: list[str] = []
+    added: list[tuple[str, ...]] = []  # message ids of each add, oldest first
     stream = _adds(per_add, seed=7)
     record("start")
     next_sample = sample
@@ -128,9 +128,9 @@ def soak(
                 thread, msgs = next(stream)
                 thread = f"{thread}-{processed}"  # the stream repeats after 10**9 sentences; keep threads unique
                 t0 = time.perf_counter()
-                mem.add(msgs, scope="soak", thread=thread)
+                res = mem.add(msgs, scope="soak", thread=thread)
                 add_ms.append((time.perf_counter() - t0) * 1e3)
-                threads.append(thread)
+                added.append(res.message_ids)
                 processed += len(msgs)
                 stored += len(msgs)
                 calls += 1
@@ -139,8 +139,11 @@ def soak(
                 if calls % 10 == 0:
                     mem.context(query, scope="soak", budget_tokens=500)
                 if phase == "steady" and calls % delete_every == 0:
-                    while stored > turns:
-                        stored -= mem.delete(scope="soak", thread=threads.pop(0)).messages
+                    doomed: list[str] = []
+                    while stored - len(doomed) > turns:
+                        doomed.extend(added.pop(0))
+                    if doomed:  # one call: a delete costs time linear in the scope's size, whatever it removes
+                        stored -= mem.delete(scope="soak", message_ids=doomed).messages
                 if processed >= next_sample:
                     record(phase)
                     next_sample += sample
@@ -221,12 +224,16 @@ def main(argv: list[str] | None = None) -> int:
     print("| phase | turns processed | turns stored | RSS MiB | store MiB | ms/add | s |")
     print("|---|---:|---:|---:|---:|---:|---:|")
 
+    partial: list[dict[str, Any]] = []
+
     def show(r: dict[str, Any]) -> None:
         print(
             f"| {r['phase']} | {r['turns_processed']:,} | {r['turns_stored']:,} | {r['rss_mb']} | {r['store_mb']} "
             f"| {r['ms_per_add']} | {r['seconds']} |",
             flush=True,
         )
+        partial.append(r)  # a long run stopped early still leaves its curve behind
+        (out / "soak-rss.partial.json").write_text(json.dumps(partial, indent=2), encoding="utf-8")
 
     result = soak(
         args.turns,

@@ -130,7 +130,9 @@ class HybridConfig:
             ``PyramidConfig.llm_in_hybrid``): the i-th of the pyramid's critical
             memories gains ``w_pyramid · (ℓ / L_top) / (1 + i / 10)``, ℓ being
             the pyramid level it was found at. 0 turns the channel (and its
-            cost) off.
+            cost, ~1 ms per query) off. 0.4 measured best on the dev split
+            (recall@10 cat 1–4 79.9 vs 79.6 without; multi-hop 51.4 vs 49.8, no
+            category down by more than 0.3; weights 0.35–0.5 measure alike).
         length_prior: bonus ``length_prior · log(1 + tokens) / log(1 + 64)`` for
             turns with content over one-line acknowledgements.
         neighbour_weight: weight of a query word found only in the previous or

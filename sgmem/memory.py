@@ -425,8 +425,10 @@ class Memory:
             query: what to look for (a question, a topic, the user's message).
             scope: whose memories to search; other scopes are never read.
             k: how many hits to return.
-            mode: ``"hybrid"`` (default), ``"vector"``, ``"graph"`` (SGMem) or
-                ``"bm25"``; see :class:`sgmem.Config`.
+            mode: ``"hybrid"`` (default), ``"vector"``, ``"graph"`` (SGMem),
+                ``"bm25"`` or ``"pyramid"`` (MGRetrieval: keyword paths, with
+                the LLM when the Memory has one; ``Hit.why`` shows each hit's
+                keyword path, pyramid level and round); see :class:`sgmem.Config`.
             threads: only these threads.
             since, until: only messages said in this time window (inclusive).
             exclude_message_ids: never return these messages (e.g. the ones

@@ -67,12 +67,24 @@ class DerivedConfig:
             others use their LLM-free rule.
         merge_prompt: ``"short"`` (SAGE's default merge prompt) or
             ``"strict"`` (its longer prompt for strong models).
+        rule_merge_vector: the vector of a fact merged by the LLM-free rule:
+            ``"mean"`` [D] (the normalised sum of the two merged vectors, as
+            the core's turn vectors are; no embedding call) or ``"embed"``
+            (§2.8: re-embed the merged text, one batched call per add).
+            Measured on the LoCoMo dev split with no LLM and the adaptive
+            gate: re-embedding made ingest ≈ 15 % slower during the gate's
+            early, merge-heavy steps (the mean: ≈ 1 %), for 0.75 points more
+            fact recall@10 (27.5 vs 26.8 of 29.6 with the gate off). A text
+            the LLM merged is always re-embedded.
         context_kinds: derived kinds :meth:`Memory.context` adds after the
             retrieved turns (§1.3 step 8: summaries, facts, insights). [D]
-            Default: none — measured on LoCoMo with no LLM, adding LLM-free
-            facts or summaries (which repeat sentences of turns) lowered the
-            evidence recall inside a fixed budget; with LLM-written memory,
-            turn it on (e.g. ``("summary", "fact", "insight")``).
+            Default: none. Measured on the LoCoMo dev split with no LLM
+            (``python -m benchmarks.gate --only context``, budget 1000): the
+            evidence inside the block fell by 0.9–1.0 points with LLM-free
+            facts (they repeat sentences of turns the block can hold anyway)
+            and by 2.0 with extractive summaries. With LLM-written memory, which says
+            things no single turn says, turn it on, e.g.
+            ``("summary", "fact", "insight")``.
         context_k: top-K of each derived table taken for the context [§1.4 K = 5].
         context_share: the most of the token budget derived blocks may use.
     """
@@ -89,6 +101,7 @@ class DerivedConfig:
     insight_min_cluster: int = 2
     llm_tasks: tuple[str, ...] = LLM_TASKS
     merge_prompt: Literal["short", "strict"] = "short"
+    rule_merge_vector: Literal["mean", "embed"] = "mean"
     context_kinds: tuple[str, ...] = ()
     context_k: int = 5
     context_share: float = 0.25
@@ -126,6 +139,9 @@ class DerivedConfig:
             f"a tuple of tasks from {LLM_TASKS}",
         )
         _check(self.merge_prompt in ("short", "strict"), "merge_prompt", self.merge_prompt, "'short' or 'strict'")
+        _check(
+            self.rule_merge_vector in ("mean", "embed"), "rule_merge_vector", self.rule_merge_vector, "'mean' or 'embed'"
+        )
         _check(
             isinstance(self.context_kinds, tuple) and all(k in DERIVED_KINDS for k in self.context_kinds),
             "context_kinds",

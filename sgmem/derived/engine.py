@@ -58,6 +58,11 @@ from .sessions import (
 __all__ = ["Applied", "DerivedEngine", "FactOp", "Plan"]
 
 
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = float(np.linalg.norm(v))
+    return (v / n if n > 0 else v).astype(np.float32)
+
+
 @dataclass
 class FactOp:
     """One routed candidate: ``row`` is the view row added, merged into, or covering it."""
@@ -113,7 +118,7 @@ class DerivedEngine:
         self.config = config
         self.dcfg = config.derived
         self.llm = llm
-        self.gate = NoveltyGate(config.gate)
+        self.gate = NoveltyGate(config.gate.resolved(self._use_llm("merge")))
         self.dim = int(embedder.dim)
         self._caches: dict[int, ScopeCache] = {}
         self._lock = threading.RLock()  # guards the caches (and their shared IVF index)
@@ -196,6 +201,8 @@ class DerivedEngine:
             by_pos.setdefault(cand.pos, []).append(cand)
         step_each_add = self.config.gate.step_messages == 0
         new_texts: dict[int, str] = {}
+        to_embed: list[FactOp] = []  # merged texts, embedded together after routing
+        last_update: dict[int, FactOp] = {}
         for pos in range(len(prep.messages)):
             if (step_each_add and pos == 0) or (not step_each_add and self.gate.step_due(view)):
                 self.gate.begin_step(view)
@@ -211,20 +218,33 @@ class DerivedEngine:
                     if existing is None:
                         existing = texts([plan.state.ids[row]]).get(plan.state.ids[row], "")
                     merged, cause = self._merge(existing, cand.text, plan.usage)
+                    fresh = merged not in (existing, cand.text)
                     if merged == existing:
                         vec = np.asarray(view.vector(row), dtype=np.float32)
                     elif merged == cand.text:
                         vec = np.asarray(cand.vec, dtype=np.float32)
-                    else:
-                        vec = self._embed([merged])[0]
-                        plan.embedded += 1
+                    else:  # [D] the normalised sum (kept, or standing in until the batch below embeds the text)
+                        vec = _unit(np.asarray(view.vector(row), dtype=np.float64) + cand.vec)
                     self.gate.updated(view, row, vec)
                     new_texts[row] = merged
-                    plan.ops.append(FactOp(UPDATE, cand, d, row, view.step, merged, vec, cause if merged != existing else "contained"))
+                    op = FactOp(UPDATE, cand, d, row, view.step, merged, vec, cause if merged != existing else "contained")
+                    plan.ops.append(op)
+                    last_update[row] = op
+                    if fresh and (cause == "merge-llm" or self.dcfg.rule_merge_vector == "embed"):
+                        to_embed.append(op)
                 else:
                     self.gate.skipped(view)
                     plan.ops.append(FactOp(NOOP, cand, d, d.nearest, view.step))
             view.msg_count += 1
+        if to_embed:
+            # one embedding call for every merged text of the add (a call per merge cost ~0.5 s
+            # each under load); the stored vector of a merged fact is always its text's embedding
+            vecs = self._embed([op.text or "" for op in to_embed])
+            plan.embedded += len(to_embed)
+            for op, v in zip(to_embed, vecs, strict=True):
+                op.vec = v
+                if last_update[op.row] is op:
+                    self.gate.revector(view, op.row, v)
 
     def _merge(self, existing: str, new: str, usage: LLMUsage) -> tuple[str, str]:
         if self._use_llm("merge"):
@@ -487,6 +507,9 @@ class DerivedEngine:
         ).fetchone()
         if row is not None:
             gate = dict(zip(("facts", "step", "messages", "tau", "kappa", "adds", "updates", "noops"), row, strict=True))
+            gate["mode"] = self.gate.config.mode  # how this Memory routes ("auto" resolved)
+            if gate["mode"] == "binary":
+                gate["tau_noop"] = self.gate.config.tau_noop
         return {
             "facts": counts.get("fact", 0),
             "summaries": counts.get("summary", 0),
@@ -517,6 +540,8 @@ class DerivedEngine:
                 sql.save_state(conn, scope_id, st, version, (st.ivf.centroids, st.ivf.n_train) if st.ivf else False)
             else:
                 sql.bump_version(conn, scope_id)
+            # cluster insights that lost a source were deleted: recompute them at the next add
+            conn.execute("UPDATE gate_state SET insight_n = 0 WHERE scope_id = ?", (scope_id,))
         self.drop(scope_id)
         return {"derived": removed, "derived_revised": revised}
 

@@ -100,8 +100,11 @@ class Density:
         self.lo, self.hi = proj.min(axis=0), proj.max(axis=0)
 
     def _project(self, vectors: np.ndarray) -> np.ndarray:
-        b = self.basis.astype(np.float32)
-        return (np.asarray(vectors, dtype=np.float32) @ b.T).astype(np.float64) - (self.mean @ self.basis.T)
+        cache = getattr(self, "_proj_cache", None)
+        if cache is None or cache[0] is not self.basis or cache[1] is not self.mean:  # once per fit
+            cache = (self.basis, self.mean, self.basis.astype(np.float32), self.mean @ self.basis.T)
+            self._proj_cache = cache
+        return (np.asarray(vectors, dtype=np.float32) @ cache[2].T).astype(np.float64) - cache[3]
 
     def extend(self, vec: np.ndarray) -> None:
         """Widen the ranges to cover one new or merged vector."""

@@ -203,7 +203,8 @@ class NoveltyGate:
     """
 
     def __init__(self, config: GateConfig) -> None:
-        self.config = config
+        # standing alone, "auto" routes as SAGE does; a Memory resolves it against its LLM first
+        self.config = config.resolved(can_merge_with_llm=True)
 
     def fork(self, state: GateState, lock: Any = None) -> GateView:
         """A plan over ``state`` (left untouched); ``lock`` guards its shared index."""
@@ -317,6 +318,14 @@ class NoveltyGate:
         if view.density is not None:
             view.density.extend(vec)
         view.counts[UPDATE] = view.counts.get(UPDATE, 0) + 1
+
+    def revector(self, view: GateView, row: int, vec: np.ndarray) -> None:
+        """Give a fact its final vector (a merged text embedded after routing); no routing count."""
+        old = view.replace(row, vec)
+        view.sum_vec += np.asarray(vec, dtype=np.float64) - old.astype(np.float64)
+        self._refresh_kappa(view)
+        if view.density is not None:
+            view.density.extend(vec)
 
     def skipped(self, view: GateView) -> None:
         """Record a Noop."""

@@ -15,10 +15,13 @@ memory propagation). The LLM's answer rewriting step (§3.5) is skipped: sgmem
 retrieves, it does not answer; the draft answer is reported in ``why``.
 
 Without an LLM (§3.7 [D]): ``C`` = the top-``critical`` memories of
-``C ∪ N_r`` by cosine to the query; the round is sufficient when ``C``
-covers every query keyword, or when the best cosine ≥ ``sufficient_cosine``
-and ``|C| ≥ sufficient_min``. A malformed LLM reply falls back to this rule
-for its round.
+``C ∪ N_r`` by cosine to the query (the turn vector's) plus
+``level_weight · ℓ / L_top`` (ℓ: the most specific level holding the
+memory); once ``C`` is full (``sufficient_full``), the round is sufficient
+when ``C`` covers every query keyword, or when the best cosine ≥
+``sufficient_cosine`` and ``|C| ≥ sufficient_min``. A malformed LLM reply
+falls back to this rule for its round; an unusable keyword selection falls
+back to the rule's keywords. Every LLM call is counted in ``Outcome.usage``.
 """
 
 from __future__ import annotations

@@ -302,17 +302,17 @@ def plan_keywords(
     llm_match = llm is not None and len(snapshot) > 0
     want_vecs = embed is not None and (cfg.match_cosine is not None or cfg.query_cosine is not None or llm_match)
     fresh = [k for k in new_keys if merged[k] is None]
-    vecs = embed(fresh) if want_vecs and fresh else None
+    vecs = embed(fresh) if want_vecs and fresh and embed is not None else None
     vec_of = {k: vecs[i] for i, k in enumerate(fresh)} if vecs is not None else {}
     if llm_match and vecs is not None:
         for kws in per_message:
             keys = [k for k in dict.fromkeys(kws) if k in vec_of and merged[k] is None]
             if not keys:
                 continue
-            got = _llm_match(llm, keys, np.stack([vec_of[k] for k in keys]), snapshot, cfg, usage)
-            if got is None:
-                got = _cosine_match(keys, vec_of, snapshot, cfg)
-            merged.update({k: v for k, v in got.items() if v})
+            matched = _llm_match(llm, keys, np.stack([vec_of[k] for k in keys]), snapshot, cfg, usage)
+            if matched is None:
+                matched = _cosine_match(keys, vec_of, snapshot, cfg)
+            merged.update({k: v for k, v in matched.items() if v})
     elif vecs is not None and cfg.match_cosine is not None:
         merged.update({k: v for k, v in _cosine_match(fresh, vec_of, snapshot, cfg).items() if v})
         # new keywords of this add that denote the same concept merge into the first one

@@ -82,7 +82,6 @@ def _blocks(masked: str) -> list[str]:
     return blocks
 
 
-@lru_cache(maxsize=4096)
 def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     """Return ``(start, end)`` offsets of each sentence of ``text``.
 
@@ -90,6 +89,20 @@ def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     sentence is excluded. Text without any terminal punctuation is one
     sentence; blank text has none.
     """
+    # short texts recur (greetings, acknowledgements) and are cached; long ones are
+    # not, so the cache stays small (4,096 texts of up to 200k characters would be 800 MB)
+    return _cached_spans(text) if len(text) <= _CACHE_MAX_CHARS else _spans(text)
+
+
+_CACHE_MAX_CHARS = 2_000
+
+
+@lru_cache(maxsize=4096)
+def _cached_spans(text: str) -> tuple[tuple[int, int], ...]:
+    return _spans(text)
+
+
+def _spans(text: str) -> tuple[tuple[int, int], ...]:
     if not text or text.isspace():
         return ()
     masked = _mask(text)

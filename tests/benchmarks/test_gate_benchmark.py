@@ -72,7 +72,7 @@ def test_gate_benchmark_reports_routing_llm_calls_latency_context_and_a_trace_pl
         ["--locomo", str(data), "--sizes", "400", "--candidates", "20", "--out", str(out)], embedder=Bag()
     )
     routing = report["routing"]
-    for name in ("off", "adaptive", "binary"):
+    for name in ("off", "adaptive", "default", "binary"):
         r = routing[name]
         assert r["add"] + r["update"] + r["noop"] == routing["off"]["add"] > 0
         assert 0 <= r["fact_recall@10"] <= 100

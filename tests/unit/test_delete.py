@@ -43,7 +43,7 @@ def test_receipt_counts_match_what_disappeared(sample_memory: sgmem.Memory) -> N
     # removed: all similarity edges of the deleted sentences, and c1-c2, c2-c3, c3-c4; bridged: c1-c4
     assert before.similarity_edges - after.similarity_edges + 3 == receipt.edges
     assert after.chronological_edges == before.chronological_edges - 3 + 1
-    assert receipt.total == receipt.messages + receipt.sentences + receipt.edges + receipt.vectors
+    assert receipt.total == receipt.messages + receipt.sentences + receipt.edges + receipt.vectors + receipt.derived
 
 
 def test_unknown_ids_delete_nothing(sample_memory: sgmem.Memory) -> None:

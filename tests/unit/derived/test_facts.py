@@ -9,7 +9,7 @@ import sgmem
 from sgmem.derived.config import DerivedConfig
 
 from ..helpers import CountingEmbedder
-from .helpers import decisions
+from .helpers import ScriptedLLM, decisions
 
 DAY = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
 CAT = "I adopted a grey cat named Miso last spring."
@@ -93,3 +93,36 @@ def test_stats_report_the_gate_state(bag: sgmem.Embedder) -> None:
         assert s.gate["tau"] == 0.275  # first step: N = 0, ρ = 0, τ = τ_min + τ_0
         assert 0 < s.gate["kappa"] <= 50
         assert s.summaries == 1 and s.llm_calls == 0
+
+
+def test_cluster_insights_are_the_medoid_fact_of_each_close_group(bag: sgmem.Embedder) -> None:
+    cfg = sgmem.Config(
+        gate=sgmem.GateConfig(mode="off"), derived=sgmem.DerivedConfig(insights="cluster", insight_min_cosine=0.7)
+    )
+    hiking = [
+        "I love hiking in the mountains every weekend.",
+        "I love hiking in the mountains every summer weekend.",
+        "I love hiking in the snowy mountains every weekend.",
+    ]
+    with sgmem.Memory(embedder=bag, config=cfg) as mem:
+        for i, text in enumerate([*hiking, "My favourite food is spicy ramen from Osaka."]):
+            mem.add([{"id": f"m{i}", "role": "user", "content": text}], scope="s", thread="t", at=DAY)
+        insights = mem.search("hiking", scope="s", kinds=["insight"])
+    assert len(insights) == 1
+    (ins,) = insights
+    assert ins.text in {f"user: {t}" for t in hiking} and ins.why["method"] == "rule"
+    assert set(ins.message_ids) == {"m0", "m1", "m2"}
+
+
+def test_without_an_llm_the_default_gate_is_the_portable_one_and_with_one_it_is_sage(bag: sgmem.Embedder) -> None:
+    msgs = [{"role": "user", "content": c} for c in (CAT, CAT, RUN)]
+    with sgmem.Memory(embedder=bag) as mem:
+        r = mem.add(msgs, scope="s", thread="t", at=DAY)
+        g = mem.stats("s").scopes[0].gate
+    assert g["mode"] == "binary" and g["tau_noop"] == sgmem.GateConfig().tau_noop
+    assert (r.facts_added, r.facts_updated, r.facts_skipped) == (2, 0, 1)  # the repeat is skipped, never merged
+    llm = ScriptedLLM()  # empty answers: every task falls back to its rule, but merges could use the LLM
+    with sgmem.Memory(embedder=bag, llm=llm) as mem:
+        mem.add(msgs, scope="s", thread="t", at=DAY)
+        g = mem.stats("s").scopes[0].gate
+    assert g["mode"] == "adaptive" and "tau_noop" not in g

@@ -13,7 +13,7 @@ A = "Alice adopted a grey cat named Miso."
 B = "Alice adopted a grey cat named Miso and she loves tuna fish."
 
 # a wide Update band and a near-zero threshold: related sentences merge, identical ones are skipped
-MERGING = sgmem.Config(gate=sgmem.GateConfig(tau0=0.0, tau_min=0.01, delta=0.49))
+MERGING = sgmem.Config(gate=sgmem.GateConfig(mode="adaptive", tau0=0.0, tau_min=0.01, delta=0.49))
 
 
 def _fact(mem: sgmem.Memory) -> sgmem.Hit:
@@ -102,3 +102,21 @@ def test_deleting_a_scope_removes_its_generated_memory_and_gate_state(bag: sgmem
         assert r.facts_added == 1
         assert mem.stats("s").scopes[0].gate["step"] == 1
         assert mem.stats("keep").scopes[0].facts == 1
+
+
+@pytest.mark.parametrize("how", ["mean", "embed"])
+def test_a_rule_merged_fact_gets_the_configured_vector(bag: sgmem.Embedder, how: str) -> None:
+    import numpy as np
+
+    cfg = MERGING.with_(derived=sgmem.DerivedConfig(rule_merge_vector=how))  # type: ignore[arg-type]
+    a, b = "Alice adopted a grey cat named Miso.", "Her cat Miso loves tuna fish every single day."
+    with sgmem.Memory(embedder=bag, config=cfg) as mem:
+        mem.add([{"role": "user", "content": a}], scope="s", thread="t", at=DAY)
+        r = mem.add([{"role": "user", "content": b}], scope="s", thread="t", at=DAY)
+        fact = _fact(mem)
+        state = mem._derived.cache(mem._store.scope_id("s")).state
+    assert r.facts_updated == 1 and fact.text == f"user: {a} user: {b}"
+    va, vb = bag.embed([f"user: {a}", f"user: {b}"])
+    expected = bag.embed([fact.text])[0] if how == "embed" else (va + vb) / np.linalg.norm(va + vb)
+    assert np.allclose(state.vectors[0], expected, atol=1e-5)
+    assert r.embedded == (1 if how == "embed" else 0) + 1  # + the new sentence itself

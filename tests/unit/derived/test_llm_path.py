@@ -71,7 +71,7 @@ def test_an_empty_answer_means_no_facts_not_a_fallback(bag: sgmem.Embedder) -> N
         assert r.llm_fallbacks == 0 and r.facts_added == 0 and _facts(mem) == []
 
 
-MERGING = BASE.with_(gate=sgmem.GateConfig(tau0=0.0, tau_min=0.01, delta=0.49))
+MERGING = BASE.with_(gate=sgmem.GateConfig(mode="adaptive", tau0=0.0, tau_min=0.01, delta=0.49))
 
 
 def test_updates_are_merged_by_the_llm_and_versioned(bag: sgmem.Embedder) -> None:

@@ -50,9 +50,9 @@ def _run(path: Path, cfg: sgmem.Config, embedder: sgmem.Embedder, restart_at: in
 @pytest.mark.parametrize(
     "cfg",
     [
-        sgmem.Config(gate=sgmem.GateConfig(step_messages=4)),
+        sgmem.Config(gate=sgmem.GateConfig(mode="adaptive", step_messages=4)),
         # a wide band so Updates (merges) happen, and the approximate scorer with its IVF index
-        sgmem.Config(gate=sgmem.GateConfig(tau0=0.05, tau_min=0.01, delta=0.3, scorer="approx", step_messages=4)),
+        sgmem.Config(gate=sgmem.GateConfig(mode="adaptive", tau0=0.05, tau_min=0.01, delta=0.3, scorer="approx", step_messages=4)),
     ],
     ids=["adaptive-exact", "merging-approx"],
 )

@@ -6,13 +6,18 @@ import math
 
 import pytest
 
-from sgmem.gate import GateConfig, ema, route, route_binary, tau_star
+from sgmem.gate import SAGE_PAPER, GateConfig, ema, route, route_binary, tau_star
 
 
 def test_paper_defaults_are_in_paper_units() -> None:
-    cfg = GateConfig()
-    assert (cfg.tau0, cfg.tau_min, cfg.lam, cfg.alpha, cfg.delta) == (0.25, 0.025, 2.0, 0.9, 0.025)
-    assert cfg.pca_dim == 16 and cfg.kappa_max == 50.0 and cfg.tau_noop == 0.572
+    for cfg in (GateConfig(), SAGE_PAPER):
+        assert (cfg.tau0, cfg.tau_min, cfg.lam, cfg.alpha, cfg.delta) == (0.25, 0.025, 2.0, 0.9, 0.025)
+        assert cfg.pca_dim == 16 and cfg.kappa_max == 50.0
+    assert SAGE_PAPER.mode == "adaptive" and SAGE_PAPER.tau_noop == 0.572
+    # the default routes as SAGE when an LLM can merge, else as the portable gate calibrated for MiniLM
+    assert GateConfig().mode == "auto" and GateConfig().tau_noop == 0.744
+    assert GateConfig().resolved(True).mode == "adaptive" and GateConfig().resolved(False).mode == "binary"
+    assert GateConfig(mode="off").resolved(True).mode == "off"
 
 
 def test_tau_star_has_an_additive_floor() -> None:
