@@ -5,10 +5,12 @@ protocol) through each path; a counting fake LLM (:class:`CountingLLM`)
 answers every prompt with plausible JSON and counts the calls and their
 tokens per task:
 
-* **sgmem, every LLM feature** — ``Memory(llm=...)`` with the default
-  config: keyword extraction and matching (MGRetrieval), facts, merges on
-  the novelty gate's Update decisions, summaries and insights, whichever this
-  build has;
+* **sgmem, every LLM feature** — ``Memory(llm=...)`` with the paper's
+  keyword write path turned on (``PyramidConfig(llm_keywords=True)``):
+  keyword extraction and matching (MGRetrieval), facts, merges on the novelty
+  gate's Update decisions, summaries and insights;
+* **sgmem default with an LLM** — ``Memory(llm=...)`` as shipped: the same
+  without LLM keywords (the lexical rule writes the keyword index);
 * **sgmem, facts only** — the LLM writes facts (and merges what the gate
   routes to Update); the gate routes every candidate without an LLM call,
   keywords use the lexical rule;
@@ -290,7 +292,9 @@ def run_write_cost(embedder: Any, n_turns: int = 1000, locomo: str | Path | None
     adds = list(turn_stream(n_turns, locomo))
     turns = sum(len(m) for _, m in adds)
     cfg = sgmem.Config()
-    paths = [_sgmem_path("sgmem, every LLM feature (default config)", adds, embedder, cfg, True)]
+    every = cfg.with_(pyramid=dataclasses.replace(cfg.pyramid, llm_keywords=True))
+    paths = [_sgmem_path("sgmem, every LLM feature (paper keyword path)", adds, embedder, every, True)]
+    paths.append(_sgmem_path("sgmem default with an LLM", adds, embedder, cfg, True))
     facts_only: dict[str, Any] = {}
     if hasattr(cfg, "pyramid"):
         facts_only["pyramid"] = dataclasses.replace(cfg.pyramid, llm_keywords=False)
@@ -305,7 +309,7 @@ def run_write_cost(embedder: Any, n_turns: int = 1000, locomo: str | Path | None
     paths.append(PathCost("Mem0-style (extract + route per add)", dict(llm.calls), sum(llm.prompt_tokens.values()),
                           sum(llm.completion_tokens.values()), time.perf_counter() - t0))
     paths.append(_sgmem_path("sgmem, no LLM", adds, embedder, cfg, False))
-    for p in paths[:2]:
+    for p in paths[:3]:
         if not any(t in p.calls for t in ("facts", "merge")):
             p.note = "no fact/merge calls: this build's Memory.add does not write derived memory yet"
     return WriteCost(turns, len(adds), str(locomo) if locomo else "synthetic (benchmarks.synth)", paths)

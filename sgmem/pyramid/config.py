@@ -104,8 +104,14 @@ class PyramidConfig:
         completion_reserve: tokens reserved for each LLM completion inside
             ``token_budget``.
         llm_keywords: [D] with an LLM, extract and match each added turn's
-            keywords with it (§3.2: two calls per turn); off uses the lexical
-            rule at ingest even when the Memory has an LLM.
+            keywords with it (§3.2: two calls per turn). Off by default: the
+            lexical rule (§3.7) writes the keyword index even when the Memory
+            has an LLM, because the paper's write path costs two LLM calls per
+            turn — several times a Mem0-style write path's calls
+            (``python -m benchmarks.write_cost``) — while the lexical index
+            already beats BM25 by 9 points in pyramid mode. Queries in
+            ``mode="pyramid"`` still use the LLM to select keywords and
+            reflect. Turn on for the paper's write path.
         llm_in_hybrid: [D] whether the hybrid mode's pyramid channel may call
             the LLM (one call per round and query). Off by default: hybrid stays
             fast and offline; ``mode="pyramid"`` uses the LLM when one is given.
@@ -131,7 +137,7 @@ class PyramidConfig:
     max_new_per_round: int = 40
     token_budget: int = 8000
     completion_reserve: int = 400
-    llm_keywords: bool = True
+    llm_keywords: bool = False
     llm_in_hybrid: bool = False
     llm_candidates: int = 40
 

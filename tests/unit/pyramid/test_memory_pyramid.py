@@ -116,8 +116,11 @@ async def test_async_search_and_context_in_pyramid_mode(mem: sgmem.Memory) -> No
 
 
 # ------------------------------------------------------------------- with an LLM
-def llm_memory(embedder: sgmem.Embedder, llm: ScriptedLLM) -> sgmem.Memory:
-    mem = sgmem.Memory(embedder=embedder, llm=llm)
+PAPER_WRITES = sgmem.Config(pyramid=sgmem.PyramidConfig(llm_keywords=True))
+
+
+def llm_memory(embedder: sgmem.Embedder, llm: ScriptedLLM, config: sgmem.Config = PAPER_WRITES) -> sgmem.Memory:
+    mem = sgmem.Memory(embedder=embedder, llm=llm, config=config)
     add_sample(mem)
     return mem
 
@@ -164,3 +167,13 @@ def test_llm_matching_maps_new_keywords_onto_the_vocabulary(embedder: sgmem.Embe
         assert rows["kitty"] == 1  # an alias of "miso"
         top = mem.search("kitty", scope="alice", k=3, mode="pyramid")
         assert {h.message_ids[0] for h in top if h.why["tier"] != "vector"} >= {"c1"}
+
+
+def test_by_default_an_llm_is_not_asked_for_keywords_at_write_time(embedder: sgmem.Embedder) -> None:
+    llm = ScriptedLLM(select='["Berlin"]', reflect=reflect_keep_all(True))
+    with llm_memory(embedder, llm, sgmem.Config()) as mem:
+        assert llm.count("extract") == 0 and llm.count("match") == 0
+        assert {"miso", "marathon"} <= vocabulary(mem)  # the lexical rule wrote the index
+        hits = mem.search("Berlin marathon", scope="alice", k=2, mode="pyramid")
+        assert hits[0].message_ids[0] in RUN_IDS
+        assert hits[0].why["pyramid"]["selection"] == "llm"  # queries still use the model
