@@ -25,7 +25,6 @@ from .config import (
     PyramidConfig,
 )
 from .derived.config import DerivedConfig
-from .gate.config import GateConfig
 from .embed import Embedder, SentenceTransformerEmbedder
 from .errors import (
     ConfigError,
@@ -40,6 +39,7 @@ from .errors import (
     StoreBusyError,
     StoreError,
 )
+from .gate.config import GateConfig
 from .llm import LLM
 from .memory import Memory
 from .types import AddResult, DeleteReceipt, Hit, MemoryVersion, Message, ScopeStats, Stats

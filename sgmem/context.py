@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -76,8 +75,7 @@ def fit(candidates: list[ContextTurn], budget_tokens: int) -> tuple[str, list[Co
         approx = used + count_tokens(c.text)
         if chosen and approx > budget_tokens:
             continue
-        trial = render(chosen + [c])
-        n = count_tokens(trial)
+        n = count_tokens(render(chosen + [c]))
         if n <= budget_tokens:
             chosen.append(c)
             seen.add(c.key)
@@ -88,13 +86,13 @@ def fit(candidates: list[ContextTurn], budget_tokens: int) -> tuple[str, list[Co
         room = budget_tokens - overhead - 1
         cut = truncate_to_tokens(best.text, room) if room > 0 else ""
         if cut:
-            trial = [ContextTurn(best.key, best.at, best.thread, best.speaker, cut)]
-            while cut and count_tokens(render(trial)) > budget_tokens:
+            one = [ContextTurn(best.key, best.at, best.thread, best.speaker, cut)]
+            while cut and count_tokens(render(one)) > budget_tokens:
                 room -= 1
                 cut = truncate_to_tokens(best.text, room) if room > 0 else ""
-                trial = [ContextTurn(best.key, best.at, best.thread, best.speaker, cut)]
+                one = [ContextTurn(best.key, best.at, best.thread, best.speaker, cut)]
             if cut:
-                chosen = trial
+                chosen = one
     text = render(chosen)
     return text, chosen
 

@@ -91,7 +91,7 @@ def prepare(msgs: list[dict[str, Any]], config: Config, sessions: list[str], ext
             raise LimitExceededError(
                 "messages", len(sents), config.limits.max_sentences_per_add, "sentences", "max_sentences_per_add"
             )
-    for s, t in zip(sents, sent_texts):
+    for s, t in zip(sents, sent_texts, strict=False):
         s.embed_hash = text_hash(t)
     return Prepared(rows, sents, sent_texts)
 
@@ -121,7 +121,7 @@ def embed_texts(
     """
     keys = [text_hash(t) for t in texts]
     todo: dict[str, str] = {}
-    for k, t in zip(keys, texts):
+    for k, t in zip(keys, texts, strict=False):
         if k not in known and k not in todo:
             todo[k] = t
     vecs = dict(known)
@@ -129,7 +129,7 @@ def embed_texts(
     for i in range(0, len(items), batch_size):
         batch = items[i : i + batch_size]
         out = check_embeddings(embedder, [t for _, t in batch], embedder.embed([t for _, t in batch]))
-        for (k, _), v in zip(batch, out):
+        for (k, _), v in zip(batch, out, strict=False):
             vecs[k] = v
     return [vecs[k] for k in keys], len(items)
 
@@ -168,7 +168,7 @@ def knn_edges(
         for r in range(len(blk)):
             pool: list[tuple[float, int]] = []
             for d, ix, is_new in cands:
-                for dist, target in zip(d[r], ix[r]):
+                for dist, target in zip(d[r], ix[r], strict=False):
                     if not np.isfinite(dist) or (not is_new and target < 0):
                         continue  # faiss pads with -1; -inf marks later/self new sentences
                     pool.append((float(dist), -int(target) - 1 if is_new else int(target)))

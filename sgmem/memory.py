@@ -193,7 +193,7 @@ class Memory:
             sid_known = self._store.scope_id(scope)
             known = self._store.vectors_by_hash(sid_known, [s.embed_hash for s in prep.sentences]) if sid_known else {}
         vecs, n_embedded = embed_texts(self.embedder, texts, known, self.config.embed_batch_size)
-        for sent, vec in zip(prep.sentences, vecs):
+        for sent, vec in zip(prep.sentences, vecs, strict=False):
             sent.vec = vec
         turn_vectors(prep, int(self.embedder.dim))
         with self._lock:  # keywords are planned against the scope's vocabulary, outside the transaction
@@ -265,7 +265,7 @@ class Memory:
             self._derived.committed(scope_id, d_applied)
             # committed: extend the cache in place (or drop it if someone else wrote meanwhile)
             if gen_after == gen_before + 1:
-                for m, mid, rid in zip(prep.messages, msg_ids, rounds):
+                for m, mid, rid in zip(prep.messages, msg_ids, rounds, strict=False):
                     idx.append_turn(
                         mid,
                         m.ext_id,
@@ -279,7 +279,7 @@ class Memory:
                         m.vec,
                     )
                 idx.append_sentences(
-                    [(sid, msg_ids[s.msg], s.idx, s.text) for sid, s in zip(sent_ids, prep.sentences)],
+                    [(sid, msg_ids[s.msg], s.idx, s.text) for sid, s in zip(sent_ids, prep.sentences, strict=False)],
                     new_sent_vecs,
                 )
                 for a, b, _ in sedges:
@@ -681,7 +681,7 @@ class Memory:
                 sid = self._store.scope_id(scope)
                 names = [(sid, scope)] if sid is not None else []
             else:
-                names = [(self._store.scope_id(n), n) for n in self._store.scope_names()]
+                names = [(i, n) for n in self._store.scope_names() if (i := self._store.scope_id(n)) is not None]
             scopes = tuple(
                 dataclasses.replace(self._store.scope_stats(sid, n), **self._derived.stats(self._store.conn, sid))
                 for sid, n in names

@@ -196,13 +196,18 @@ def normalise_messages(messages: Any, default_at: datetime, limits: Limits) -> l
         if session is not None:
             session = check_name(session, f"{f}.session", limits)
         at = check_time(m.get("at"), f"{f}.at") or default_at
-        metadata = m.get("metadata") or {}
+        metadata = m.get("metadata")
+        if metadata is None:
+            metadata = {}
         if not isinstance(metadata, Mapping):
             raise InvalidInputError(f"{f}.metadata", metadata, "a dict of JSON-serialisable values")
         try:
             # stored as UTF-8 JSON: a lone surrogate in a value or key must fail here, not in SQLite
-            json.dumps(metadata, allow_nan=False, ensure_ascii=False).encode("utf-8")
+            dumped = json.dumps(metadata, allow_nan=False, ensure_ascii=False)
+            dumped.encode("utf-8")
             _check_keys(metadata)
+            if json.loads(dumped) != metadata:  # e.g. a tuple, which would replay as a list
+                raise ValueError("it would not read back equal from JSON (use lists, not tuples or sets)")
         except (TypeError, ValueError, RecursionError) as exc:
             raise InvalidInputError(f"{f}.metadata", metadata, "a dict of JSON-serialisable values", str(exc)) from None
         out.append(

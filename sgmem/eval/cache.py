@@ -32,7 +32,7 @@ class CachingEmbedder:
         if self.path.exists():
             with np.load(self.path) as data:
                 keys, vecs = data["keys"], data["vecs"]
-            self._vecs = {str(k): v for k, v in zip(keys, vecs)}
+            self._vecs = {str(k): v for k, v in zip(keys, vecs, strict=False)}
 
     @staticmethod
     def _key(text: str) -> str:
@@ -43,7 +43,7 @@ class CachingEmbedder:
         missing = [i for i, k in enumerate(keys) if k not in self._vecs]
         if missing:
             new = self.base.embed([texts[i] for i in missing])
-            for i, v in zip(missing, new):
+            for i, v in zip(missing, new, strict=False):
                 self._vecs[keys[i]] = np.asarray(v, dtype=np.float32)
             self._dirty = True
         if not keys:

@@ -90,7 +90,7 @@ def chunk_rows(idx: ScopeIndex, key: object, level: str) -> list[int]:
     if level == "round":
         rid = key[1]  # type: ignore[index]
         return [int(r) for r in np.flatnonzero(idx.array("round_ids") == rid)]
-    _, thread, session = key  # type: ignore[misc]
+    thread, session = key[1], key[2]  # type: ignore[index]
     sessions = idx.array("sessions")
     threads = idx.array("threads")
     return [int(r) for r in np.flatnonzero((sessions == session) & (threads == thread))]

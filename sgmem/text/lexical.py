@@ -7,6 +7,7 @@ plus chat fillers), Snowball-stemmed with PyStemmer. No downloaded data.
 from __future__ import annotations
 
 import re
+import warnings
 from functools import lru_cache
 
 __all__ = ["STOPWORDS", "analyze", "stem_terms", "tokenize"]
@@ -30,10 +31,21 @@ just also got get gets lot lots thing things much many like s t d ll re ve m
 """
 
 
+def import_bm25s():  # type: ignore[no-untyped-def]
+    """``import bm25s`` without the progress-bar warning its ``tqdm.auto`` import prints in Jupyter."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*IProgress not found.*")
+        warnings.filterwarnings("ignore", module="tqdm.*")
+        import bm25s
+
+    return bm25s
+
+
 @lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
     words = set(_EXTRA_STOPWORDS.split())
     try:
+        import_bm25s()
         from bm25s.stopwords import STOPWORDS_EN
 
         words.update(STOPWORDS_EN)

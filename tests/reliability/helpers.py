@@ -11,7 +11,6 @@ search behaves like a (weak) real embedder.
 from __future__ import annotations
 
 import dataclasses
-
 import hashlib
 import re
 import sqlite3

@@ -105,6 +105,9 @@ def test_metadata_is_copied_not_aliased() -> None:
         ([{"role": "user", "content": "x", "metadata": {"o": object()}}], "messages[0].metadata"),
         ([{"role": "user", "content": "x", "metadata": {"n": float("nan")}}], "messages[0].metadata"),
         ([{"role": "user", "content": "x", "metadata": {"k": "\ud800"}}], "messages[0].metadata"),
+        ([{"role": "user", "content": "x", "metadata": []}], "messages[0].metadata"),
+        ([{"role": "user", "content": "x", "metadata": ""}], "messages[0].metadata"),
+        ([{"role": "user", "content": "x", "metadata": {"t": (1, 2)}}], "messages[0].metadata"),
         (
             [{"role": "user", "content": "ok", "id": "a"}, {"role": "user", "content": "ok", "id": "a"}],
             "messages[1].id",
