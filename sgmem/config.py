@@ -91,11 +91,29 @@ class GraphConfig:
         _check(_is_int(self.hops) and 0 <= self.hops <= 5, "GraphConfig.hops", self.hops, "an int in 0..5")
         _check(_is_int(self.seeds) and self.seeds >= 1, "GraphConfig.seeds", self.seeds, "an int >= 1")
         _check(
-            _is_number(self.gamma) and 0.0 <= self.gamma <= 2.0, "GraphConfig.gamma", self.gamma, "a value in [0, 2] (sim = cos + 1)"
+            _is_number(self.gamma) and 0.0 <= self.gamma <= 2.0,
+            "GraphConfig.gamma",
+            self.gamma,
+            "a value in [0, 2] (sim = cos + 1)",
         )
-        _check(_is_number(self.rest_weight) and self.rest_weight >= 0, "GraphConfig.rest_weight", self.rest_weight, "a number >= 0")
-        _check(self.chunk_level in ("turn", "round", "session"), "GraphConfig.chunk_level", self.chunk_level, "'turn', 'round' or 'session'")
-        _check(self.chunk_score in ("mean", "max_plus_rest"), "GraphConfig.chunk_score", self.chunk_score, "'mean' or 'max_plus_rest'")
+        _check(
+            _is_number(self.rest_weight) and self.rest_weight >= 0,
+            "GraphConfig.rest_weight",
+            self.rest_weight,
+            "a number >= 0",
+        )
+        _check(
+            self.chunk_level in ("turn", "round", "session"),
+            "GraphConfig.chunk_level",
+            self.chunk_level,
+            "'turn', 'round' or 'session'",
+        )
+        _check(
+            self.chunk_score in ("mean", "max_plus_rest"),
+            "GraphConfig.chunk_score",
+            self.chunk_score,
+            "'mean' or 'max_plus_rest'",
+        )
 
 
 #: SGMem's published LoCoMo row (§1.4): k=1, h=1, n=15, γ=1.2, session chunks.
@@ -167,7 +185,12 @@ class HybridConfig:
     def __post_init__(self) -> None:
         for f in fields(self):
             v = getattr(self, f.name)
-            _check(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0, f"HybridConfig.{f.name}", v, "a number >= 0")
+            _check(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0,
+                f"HybridConfig.{f.name}",
+                v,
+                "a number >= 0",
+            )
 
 
 @dataclass(frozen=True)
@@ -251,8 +274,14 @@ class Config:
         )
         for name in ("speaker_prefix", "session_by_day"):
             _check(isinstance(getattr(self, name), bool), f"Config.{name}", getattr(self, name), "True or False")
-        for name, typ in (("graph", GraphConfig), ("hybrid", HybridConfig), ("pyramid", PyramidConfig), ("limits", Limits),
-                          ("gate", GateConfig), ("derived", DerivedConfig)):
+        for name, typ in (
+            ("graph", GraphConfig),
+            ("hybrid", HybridConfig),
+            ("pyramid", PyramidConfig),
+            ("limits", Limits),
+            ("gate", GateConfig),
+            ("derived", DerivedConfig),
+        ):
             _check(isinstance(getattr(self, name), typ), f"Config.{name}", getattr(self, name), f"a {typ.__name__}")
 
     def with_(self, **changes: object) -> Config:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import threading
 import time
@@ -14,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .aio import AsyncMethods
 from .config import Config
 from .context import ContextTurn, digest_turn
 from .derived.context import fit_with_derived
@@ -25,27 +25,28 @@ from .errors import InvalidInputError, NotFoundError, SgmemError
 from .ingest import embed_texts, knn_edges, prepare, turn_vectors
 from .llm import LLM
 from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords, plan_add
-from .pyramid.vocabulary import apply_plan, prune
-from .retrieval.index import ScopeIndex, discard_cache, load_scope_index
-from .retrieval.search import Ranked, Retriever
+from .pyramid.vocabulary import apply_plan
+from .retrieval.index import ScopeIndex, load_scope_index
+from .retrieval.search import Ranked, Retriever, allowed_mask
 from .store.schema import SCHEMA_VERSION
 from .store.sqlite import SQLiteStore
 from .types import AddResult, DeleteReceipt, Hit, MemoryVersion, Message, Stats
-from .validate import check_int, check_mode, check_name, check_text, check_time, normalise_messages
+from .validate import (
+    check_embedder_identity,
+    check_int,
+    check_mode,
+    check_name,
+    check_names,
+    check_text,
+    check_time,
+    normalise_messages,
+)
+from .write import delete_rows, extend_index, place_messages, session_names
 
 __all__ = ["Memory"]
 
 
-def _check_embedder_identity(embedder: Any) -> None:
-    """The name and dim recorded in the store must be a real name and a positive int."""
-    name, dim = getattr(embedder, "name", None), getattr(embedder, "dim", None)
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidInputError("embedder.name", name, "a non-empty string identifying the model")
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or int(dim) < 1:
-        raise InvalidInputError("embedder.dim", dim, "a positive int (the vector dimension)")
-
-
-class Memory:
+class Memory(AsyncMethods):
     """Long-term memory for LLM agents, embedded, with no server and no LLM needed.
 
     Args:
@@ -78,7 +79,7 @@ class Memory:
         if path is not None and not isinstance(path, (str, Path)):
             raise InvalidInputError("path", path, "a directory path (str or pathlib.Path) or None")
         if embedder is not None:
-            _check_embedder_identity(embedder)
+            check_embedder_identity(embedder)
         self.config = config or Config()
         self.embedder: Embedder = embedder or default_embedder()
         self.llm = llm
@@ -182,10 +183,7 @@ class Memory:
         default_at = check_time(at, "at") or datetime.now(timezone.utc)
         msgs = normalise_messages(messages, default_at, limits)
         ext_ids = [m["id"] or f"msg_{uuid.uuid4().hex[:20]}" for m in msgs]
-        sessions = [
-            m["session"] or (f"{thread}@{m['at'].astimezone(timezone.utc).date().isoformat()}" if self.config.session_by_day else thread)
-            for m in msgs
-        ]
+        sessions = session_names(msgs, thread, self.config.session_by_day)
         prep = prepare(msgs, self.config, sessions, ext_ids)
         t_seg = time.perf_counter()
         texts = prep.sentence_texts
@@ -200,8 +198,13 @@ class Memory:
             kw_idx = self._index(sid_known) if sid_known else None
             kw_snapshot = ensure_keywords(self._store, kw_idx) if kw_idx is not None else None
         kw_plan = plan_add(
-            kw_snapshot, kw_idx.n_turns if kw_idx else 0, prep.messages, self.config.pyramid, self._words,
-            self.llm, int(self.embedder.dim),
+            kw_snapshot,
+            kw_idx.n_turns if kw_idx else 0,
+            prep.messages,
+            self.config.pyramid,
+            self._words,
+            self.llm,
+            int(self.embedder.dim),
         )
         d_plan = self._derived.plan(sid_known, thread, prep)  # LLM calls and gate routing, before the lock
         t_emb = time.perf_counter()
@@ -231,32 +234,9 @@ class Memory:
                 g = self.config.graph
                 pairs = knn_edges(idx, new_sent_vecs, g.knn_k, g.knn_min_cosine)
                 t_graph = time.perf_counter()
-                # placement: rounds open at user turns; other turns join the open round
-                last = self._store.last_in_thread(scope_id, thread)
-                prev_id, prev_session, open_round = (last[0], last[2], last[3]) if last else (None, None, None)
-                session_counts: dict[str, int] = {}
-                msg_ids: list[int] = []
-                rounds: list[int] = []
-                turn_edges: list[tuple[int, int]] = []
-                for m in prep.messages:
-                    if m.session not in session_counts:
-                        session_counts[m.session] = self._store.session_size(scope_id, m.session)
-                    if m.session != prev_session:
-                        open_round = None
-                    rid = None if (m.role == "user" or open_round is None) else open_round
-                    mid = self._store.insert_message(scope_id, thread, m, rid, session_counts[m.session])
-                    session_counts[m.session] += 1
-                    open_round = mid if rid is None else rid
-                    prev_session = m.session
-                    if prev_id is not None:
-                        turn_edges.append((prev_id, mid))
-                    prev_id = mid
-                    msg_ids.append(mid)
-                    rounds.append(open_round)
+                msg_ids, rounds, turn_edges = place_messages(self._store, scope_id, thread, prep.messages)
                 sent_ids = self._store.insert_sentences(scope_id, [(msg_ids[s.msg], s) for s in prep.sentences])
-                sedges = [
-                    (sent_ids[i], sent_ids[-t - 1] if t < 0 else idx.sent_ids[t], w) for i, t, w in pairs
-                ]
+                sedges = [(sent_ids[i], sent_ids[-t - 1] if t < 0 else idx.sent_ids[t], w) for i, t, w in pairs]
                 n_sedges = self._store.insert_sentence_edges(scope_id, sedges)
                 n_tedges = self._store.insert_turn_edges(scope_id, turn_edges)
                 kw_applied = apply_plan(conn, scope_id, msg_ids, kw_plan)
@@ -265,29 +245,9 @@ class Memory:
             self._derived.committed(scope_id, d_applied)
             # committed: extend the cache in place (or drop it if someone else wrote meanwhile)
             if gen_after == gen_before + 1:
-                for m, mid, rid in zip(prep.messages, msg_ids, rounds, strict=False):
-                    idx.append_turn(
-                        mid,
-                        m.ext_id,
-                        thread,
-                        m.session,
-                        rid,
-                        m.at.timestamp(),
-                        m.tokens,
-                        m.name or m.role,
-                        frozenset(m.terms.split()),
-                        m.vec,
-                    )
-                idx.append_sentences(
-                    [(sid, msg_ids[s.msg], s.idx, s.text) for sid, s in zip(sent_ids, prep.sentences, strict=False)],
-                    new_sent_vecs,
+                extend_index(
+                    idx, prep, thread, msg_ids, rounds, sent_ids, new_sent_vecs, sedges, turn_edges, kw_applied
                 )
-                for a, b, _ in sedges:
-                    idx.add_sentence_edge(a, b)
-                for a, b in turn_edges:
-                    idx.add_turn_edge(a, b)
-                if idx.keywords is not None:
-                    idx.keywords.extend(kw_applied, idx.msg_row)
                 idx.generation = gen_after
                 idx.dirty = self._cache_dir is not None
                 self._indexes[scope_id] = idx
@@ -312,42 +272,6 @@ class Memory:
         )
 
     # ------------------------------------------------------------------- read
-    def _allowed(
-        self,
-        idx: ScopeIndex,
-        threads: Iterable[str] | None,
-        since: datetime | None,
-        until: datetime | None,
-        exclude: list[str] | None = None,
-    ) -> np.ndarray | None:
-        if threads is None and since is None and until is None and not exclude:
-            return None
-        mask = np.ones(idx.n_turns, dtype=bool)
-        if exclude:
-            mask &= ~np.isin(idx.array("ext_ids"), exclude)
-        if threads is not None:
-            mask &= np.isin(idx.array("threads"), list(threads))
-        ts = idx.array("at_ts")
-        if since is not None:
-            mask &= ts >= since.timestamp()
-        if until is not None:
-            mask &= ts <= until.timestamp()
-        return mask
-
-    def _check_threads(self, threads: Any) -> list[str] | None:
-        if threads is None:
-            return None
-        if isinstance(threads, str) or not isinstance(threads, Iterable):
-            raise InvalidInputError("threads", threads, "a list of thread names or None")
-        return [check_name(t, "threads[]", self.config.limits) for t in threads]
-
-    def _check_ids(self, ids: Any, field: str) -> list[str] | None:
-        if ids is None:
-            return None
-        if isinstance(ids, str) or not isinstance(ids, Iterable):
-            raise InvalidInputError(field, ids, "a list of message ids or None")
-        return [check_name(m, f"{field}[]", self.config.limits) for m in ids]
-
     def _ranked(
         self,
         query: str,
@@ -365,9 +289,9 @@ class Memory:
         scope = check_name(scope, "scope", limits)
         k = check_int(k, "k", 1, limits.max_k)
         mode = check_mode(mode) or self.config.default_mode
-        thread_list = self._check_threads(threads)
+        thread_list = check_names(threads, "threads", self.config.limits)
         since_dt, until_dt = check_time(since, "since"), check_time(until, "until")
-        exclude = self._check_ids(exclude_message_ids, "exclude_message_ids")
+        exclude = check_names(exclude_message_ids, "exclude_message_ids", self.config.limits)
         with self._lock:
             scope_id = self._store.scope_id(scope)
         if scope_id is None:
@@ -375,11 +299,18 @@ class Memory:
         q = self._embed_query(query)
         with self._lock:
             idx = self._index(scope_id)
-            allowed = self._allowed(idx, thread_list, since_dt, until_dt, exclude)
+            allowed = allowed_mask(idx, thread_list, since_dt, until_dt, exclude)
             if self._retriever.needs_keywords(mode):
                 ensure_keywords(self._store, idx)
             ranked = self._retriever.search(
-                idx, mode, q, query, k, allowed, lambda rows: self._turn_texts(idx, rows), PyramidTools(self._words, self.llm)
+                idx,
+                mode,
+                q,
+                query,
+                k,
+                allowed,
+                lambda rows: self._turn_texts(idx, rows),
+                PyramidTools(self._words, self.llm),
             )
         return ranked, idx, q
 
@@ -388,23 +319,8 @@ class Memory:
         return [f"{d['speaker']}: {d['content']}" for d in (details[idx.msg_ids[r]] for r in rows)]
 
     def _details(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-        out: dict[int, dict[str, Any]] = {}
-        conn = self._store.conn
         with self._lock:
-            for i in range(0, len(ids), 500):
-                chunk = list(ids[i : i + 500])
-                marks = ",".join("?" * len(chunk))
-                for r in conn.execute(
-                    f"SELECT id, ext_id, thread, role, name, content, at FROM messages WHERE id IN ({marks})", chunk
-                ):
-                    out[int(r[0])] = {
-                        "ext_id": r[1],
-                        "thread": r[2],
-                        "speaker": r[4] or r[3],
-                        "content": r[5],
-                        "at": datetime.fromisoformat(r[6]),
-                    }
-        return out
+            return self._store.message_details(ids)
 
     def search(
         self,
@@ -469,8 +385,14 @@ class Memory:
             )
         if kind_list:
             hits += self._derived.hits(
-                idx.scope_id, kind_list, q, k, self._check_threads(threads), check_time(since, "since"),
-                check_time(until, "until"), self._check_ids(exclude_message_ids, "exclude_message_ids"),
+                idx.scope_id,
+                kind_list,
+                q,
+                k,
+                check_names(threads, "threads", self.config.limits),
+                check_time(since, "since"),
+                check_time(until, "until"),
+                check_names(exclude_message_ids, "exclude_message_ids", self.config.limits),
             )
         return hits
 
@@ -483,14 +405,16 @@ class Memory:
         query = check_text(query, "query", limits.max_query_chars, "max_query_chars")
         scope = check_name(scope, "scope", limits)
         k = check_int(k, "k", 1, limits.max_k)
-        thread_list = self._check_threads(threads)
+        thread_list = check_names(threads, "threads", self.config.limits)
         since_dt, until_dt = check_time(since, "since"), check_time(until, "until")
-        excluded = self._check_ids(exclude, "exclude_message_ids")
+        excluded = check_names(exclude, "exclude_message_ids", self.config.limits)
         with self._lock:
             scope_id = self._store.scope_id(scope)
         if scope_id is None:
             return []
-        return self._derived.hits(scope_id, kinds, self._embed_query(query), k, thread_list, since_dt, until_dt, excluded)
+        return self._derived.hits(
+            scope_id, kinds, self._embed_query(query), k, thread_list, since_dt, until_dt, excluded
+        )
 
     def context(
         self,
@@ -546,7 +470,9 @@ class Memory:
                 if d is not None:
                     text = digest_turn(idx, r, d["content"], q, self.config.context_turn_tokens)
                     cands.append(ContextTurn(idx.msg_ids[r], d["at"], d["thread"], d["speaker"], text))
-        items = self._derived.context_items(idx.scope_id, q, self._check_ids(exclude_message_ids, "exclude_message_ids"))
+        items = self._derived.context_items(
+            idx.scope_id, q, check_names(exclude_message_ids, "exclude_message_ids", self.config.limits)
+        )
         text, chosen, picked = fit_with_derived(cands, items, budget_tokens, self.config.derived.context_share)
         ids = [details[c.key]["ext_id"] for c in chosen]
         if with_generated:
@@ -573,7 +499,9 @@ class Memory:
             scope_id = self._store.scope_id(scope)
         out = self._derived.history(scope_id, memory_id) if scope_id is not None else None
         if out is None:
-            raise NotFoundError(f"scope {scope!r} holds no generated memory {memory_id!r}; take ids from Hit.memory_id.")
+            raise NotFoundError(
+                f"scope {scope!r} holds no generated memory {memory_id!r}; take ids from Hit.memory_id."
+            )
         return out
 
     def messages(self, *, scope: str, thread: str | None = None, limit: int | None = None) -> list[Message]:
@@ -646,27 +574,12 @@ class Memory:
         scope = check_name(scope, "scope", self.config.limits)
         if thread is not None:
             thread = check_name(thread, "thread", self.config.limits)
-        ids: list[str] | None = None
-        if message_ids is not None:
-            if isinstance(message_ids, str) or not isinstance(message_ids, Iterable):
-                raise InvalidInputError("message_ids", message_ids, "a list of message ids")
-            ids = [check_name(m, "message_ids[]", self.config.limits) for m in message_ids]
+        ids = check_names(message_ids, "message_ids", self.config.limits)
         with self._lock:
             scope_id = self._store.scope_id(scope)
             if scope_id is None:
                 return DeleteReceipt()
-            with self._store.write() as conn:
-                pending = self._derived.before_delete(conn, scope_id, thread, ids)
-                counts = self._store.delete(scope_id, thread, ids)
-                if counts["messages"]:
-                    prune(self._store.conn, scope_id)  # keyword postings went with the messages (cascade)
-                    counts.update(self._derived.after_delete(conn, scope_id, pending))
-                    self._store.bump_generation(scope_id)
-                    # before the commit: a crash must not leave deleted vectors in cache files
-                    discard_cache(self._cache_dir, scope_id)
-                if not self._store.has_messages(scope_id):
-                    # an emptied scope goes entirely: its name and any derived row left in any table
-                    self._store.purge_scope(scope_id)
+            counts = delete_rows(self._store, self._derived, self._cache_dir, scope_id, thread, ids)
             if counts["messages"]:
                 self._indexes.pop(scope_id, None)
         return DeleteReceipt(**counts)
@@ -694,53 +607,3 @@ class Memory:
             dim=int(self.embedder.dim),
             scopes=scopes,
         )
-
-    # ------------------------------------------------------------------ async
-    async def aadd(self, messages: Any, *, scope: str, thread: str, at: datetime | str | None = None) -> AddResult:
-        """Async :meth:`add`; runs in a worker thread, never blocking the loop."""
-        return await asyncio.to_thread(self.add, messages, scope=scope, thread=thread, at=at)
-
-    async def asearch(self, query: str, *, scope: str, k: int = 10, mode: str | None = None, **filters: Any) -> list[Hit]:
-        """Async :meth:`search`."""
-        return await asyncio.to_thread(lambda: self.search(query, scope=scope, k=k, mode=mode, **filters))
-
-    async def acontext(
-        self,
-        query: str,
-        *,
-        scope: str,
-        budget_tokens: int = 2000,
-        mode: str | None = None,
-        exclude_message_ids: Iterable[str] | None = None,
-    ) -> str:
-        """Async :meth:`context`."""
-        return await asyncio.to_thread(
-            self.context,
-            query,
-            scope=scope,
-            budget_tokens=budget_tokens,
-            mode=mode,
-            exclude_message_ids=exclude_message_ids,
-        )
-
-    async def amessages(self, *, scope: str, thread: str | None = None, limit: int | None = None) -> list[Message]:
-        """Async :meth:`messages`."""
-        return await asyncio.to_thread(self.messages, scope=scope, thread=thread, limit=limit)
-
-    async def aget(self, *, scope: str, message_ids: Sequence[str]) -> list[Message]:
-        """Async :meth:`get`."""
-        return await asyncio.to_thread(self.get, scope=scope, message_ids=message_ids)
-
-    async def ahistory(self, memory_id: str, *, scope: str) -> list[MemoryVersion]:
-        """Async :meth:`history`."""
-        return await asyncio.to_thread(self.history, memory_id, scope=scope)
-
-    async def adelete(
-        self, *, scope: str, thread: str | None = None, message_ids: Sequence[str] | None = None
-    ) -> DeleteReceipt:
-        """Async :meth:`delete`."""
-        return await asyncio.to_thread(self.delete, scope=scope, thread=thread, message_ids=message_ids)
-
-    async def astats(self, scope: str | None = None) -> Stats:
-        """Async :meth:`stats`."""
-        return await asyncio.to_thread(self.stats, scope)

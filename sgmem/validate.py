@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
+
 from .config import MODES, Limits
 from .errors import InvalidInputError, LimitExceededError
 from .types import Message
@@ -171,7 +173,9 @@ def normalise_messages(messages: Any, default_at: datetime, limits: Limits) -> l
     if not messages:
         raise InvalidInputError("messages", messages, "at least one message")
     if len(messages) > limits.max_messages_per_add:
-        raise LimitExceededError("messages", len(messages), limits.max_messages_per_add, "messages", "max_messages_per_add")
+        raise LimitExceededError(
+            "messages", len(messages), limits.max_messages_per_add, "messages", "max_messages_per_add"
+        )
     out = []
     seen_ids: set[str] = set()
     for i, raw in enumerate(messages):
@@ -222,3 +226,21 @@ def normalise_messages(messages: Any, default_at: datetime, limits: Limits) -> l
             }
         )
     return out
+
+
+def check_names(value: Any, field: str, limits: Limits) -> list[str] | None:
+    """A list of names (threads, message ids) or ``None``; a bare string is refused."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise InvalidInputError(field, value, "a list of names or ids, or None")
+    return [check_name(v, f"{field}[]", limits) for v in value]
+
+
+def check_embedder_identity(embedder: Any) -> None:
+    """The name and dim recorded in the store must be a real name and a positive int."""
+    name, dim = getattr(embedder, "name", None), getattr(embedder, "dim", None)
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInputError("embedder.name", name, "a non-empty string identifying the model")
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or int(dim) < 1:
+        raise InvalidInputError("embedder.dim", dim, "a positive int (the vector dimension)")

@@ -140,7 +140,10 @@ class DerivedConfig:
         )
         _check(self.merge_prompt in ("short", "strict"), "merge_prompt", self.merge_prompt, "'short' or 'strict'")
         _check(
-            self.rule_merge_vector in ("mean", "embed"), "rule_merge_vector", self.rule_merge_vector, "'mean' or 'embed'"
+            self.rule_merge_vector in ("mean", "embed"),
+            "rule_merge_vector",
+            self.rule_merge_vector,
+            "'mean' or 'embed'",
         )
         _check(
             isinstance(self.context_kinds, tuple) and all(k in DERIVED_KINDS for k in self.context_kinds),

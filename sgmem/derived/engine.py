@@ -227,7 +227,9 @@ class DerivedEngine:
                         vec = _unit(np.asarray(view.vector(row), dtype=np.float64) + cand.vec)
                     self.gate.updated(view, row, vec)
                     new_texts[row] = merged
-                    op = FactOp(UPDATE, cand, d, row, view.step, merged, vec, cause if merged != existing else "contained")
+                    op = FactOp(
+                        UPDATE, cand, d, row, view.step, merged, vec, cause if merged != existing else "contained"
+                    )
                     plan.ops.append(op)
                     last_update[row] = op
                     if fresh and (cause == "merge-llm" or self.dcfg.rule_merge_vector == "embed"):
@@ -282,7 +284,9 @@ class DerivedEngine:
                 first = stored[0][2] if stored else prep.messages[touched[session][0]].at
                 due.append((session, lines, len(lines), first))
             facts_by_session = {
-                s: [(at, text) for _, at, text in session_facts(conn, scope_id, thread, s)] if scope_id is not None else []
+                s: [(at, text) for _, at, text in session_facts(conn, scope_id, thread, s)]
+                if scope_id is not None
+                else []
                 for s, _, _, _ in due
             }
         for session, lines, count, first in due:
@@ -341,11 +345,27 @@ class DerivedEngine:
         for op in plan.ops:
             cand = op.cand
             src = [int(msg_ids[p]) for p in cand.sources]
-            detail = {"score": round(op.decision.score, 6), "novelty": round(op.decision.novelty, 6), "tau": op.decision.tau}
+            detail = {
+                "score": round(op.decision.score, 6),
+                "novelty": round(op.decision.novelty, 6),
+                "tau": op.decision.tau,
+            }
             if op.action == ADD:
                 mid = sql.insert_memory(
-                    conn, scope_id, "fact", cand.text, cand.vec, cand.at, thread, cand.session, cand.speaker,
-                    cand.method, src, "add", detail, ts,
+                    conn,
+                    scope_id,
+                    "fact",
+                    cand.text,
+                    cand.vec,
+                    cand.at,
+                    thread,
+                    cand.session,
+                    cand.speaker,
+                    cand.method,
+                    src,
+                    "add",
+                    detail,
+                    ts,
                 )
                 out.new_ids.append(mid)
                 out.fact_meta[mid] = (cand.at.timestamp(), thread)
@@ -421,7 +441,12 @@ class DerivedEngine:
             if n >= self.dcfg.insight_min_cluster and (done == 0 or n >= done * 1.1):
                 ids = list(plan.state.ids[: plan.view.n_base]) + out.new_ids
                 out.insights += replace_cluster_insights(
-                    conn, scope_id, ids, plan.view.materialize(), self.dcfg.insight_min_cosine, self.dcfg.insight_min_cluster
+                    conn,
+                    scope_id,
+                    ids,
+                    plan.view.materialize(),
+                    self.dcfg.insight_min_cosine,
+                    self.dcfg.insight_min_cluster,
                 )
                 conn.execute("UPDATE gate_state SET insight_n = ? WHERE scope_id = ?", (n, scope_id))
 
@@ -503,10 +528,13 @@ class DerivedEngine:
         usage = sql.usage_of(conn, scope_id)
         gate: dict[str, Any] = {}
         row = conn.execute(
-            "SELECT n, step, msg_count, tau, kappa, adds, updates, noops FROM gate_state WHERE scope_id = ?", (scope_id,)
+            "SELECT n, step, msg_count, tau, kappa, adds, updates, noops FROM gate_state WHERE scope_id = ?",
+            (scope_id,),
         ).fetchone()
         if row is not None:
-            gate = dict(zip(("facts", "step", "messages", "tau", "kappa", "adds", "updates", "noops"), row, strict=True))
+            gate = dict(
+                zip(("facts", "step", "messages", "tau", "kappa", "adds", "updates", "noops"), row, strict=True)
+            )
             gate["mode"] = self.gate.config.mode  # how this Memory routes ("auto" resolved)
             if gate["mode"] == "binary":
                 gate["tau_noop"] = self.gate.config.tau_noop

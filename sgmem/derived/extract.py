@@ -102,7 +102,11 @@ def _validate_facts(value: Any) -> list[tuple[str, list[int] | None]] | None:
             text = next((item[k] for k in ("fact", "content", "text") if isinstance(item.get(k), str)), "")
             raw = item.get("sources", item.get("source"))
             raw = [raw] if isinstance(raw, int) else raw
-            srcs = [int(x) for x in raw if isinstance(x, int) or (isinstance(x, str) and x.strip().isdigit())] if isinstance(raw, list) else None
+            srcs = (
+                [int(x) for x in raw if isinstance(x, int) or (isinstance(x, str) and x.strip().isdigit())]
+                if isinstance(raw, list)
+                else None
+            )
         else:
             continue
         text = " ".join(text.split())

@@ -91,9 +91,7 @@ def ranked(
     return out
 
 
-def derived_hits(
-    cands: dict[str, list[tuple[int, float]]], conn: Any, k: int, exclude: set[str] | None
-) -> list[Hit]:
+def derived_hits(cands: dict[str, list[tuple[int, float]]], conn: Any, k: int, exclude: set[str] | None) -> list[Hit]:
     """Top-``k`` of each derived kind in ``cands`` (SGMem §1.3 step 2), as hits."""
     hits: list[Hit] = []
     for kind in KINDS:
@@ -160,7 +158,9 @@ def history(conn: Any, scope_id: int, memory_id: int) -> list[MemoryVersion] | N
     for i in range(0, len(all_ids), 500):
         chunk = all_ids[i : i + 500]
         marks = ",".join("?" * len(chunk))
-        ext.update((int(a), b) for a, b in conn.execute(f"SELECT id, ext_id FROM messages WHERE id IN ({marks})", chunk))
+        ext.update(
+            (int(a), b) for a, b in conn.execute(f"SELECT id, ext_id FROM messages WHERE id IN ({marks})", chunk)
+        )
     return [
         MemoryVersion(
             memory_id=key,
@@ -197,7 +197,8 @@ def before_delete(
             names = list(ext_ids[i : i + 500])
             marks = ",".join("?" * len(names))
             msgs.update(
-                int(r[0]) for r in conn.execute(f"SELECT id FROM messages WHERE {where} AND ext_id IN ({marks})", (*args, *names))
+                int(r[0])
+                for r in conn.execute(f"SELECT id FROM messages WHERE {where} AND ext_id IN ({marks})", (*args, *names))
             )
     affected: dict[int, bool] = {}
     msg_ids = sorted(msgs)

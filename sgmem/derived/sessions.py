@@ -27,7 +27,9 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return (v / n).astype(np.float32) if n > 0 else v.astype(np.float32)
 
 
-def session_lines(conn: sqlite3.Connection, scope_id: int, thread: str, session: str) -> list[tuple[int, str, datetime]]:
+def session_lines(
+    conn: sqlite3.Connection, scope_id: int, thread: str, session: str
+) -> list[tuple[int, str, datetime]]:
     """``(message id, "Speaker: content", at)`` of a stored session, in order."""
     return [
         (int(mid), f"{name or role}: {content}", datetime.fromisoformat(at))
@@ -39,7 +41,9 @@ def session_lines(conn: sqlite3.Connection, scope_id: int, thread: str, session:
     ]
 
 
-def summary_row(conn: sqlite3.Connection, scope_id: int, thread: str, session: str) -> tuple[int, str, str, dict[str, Any]] | None:
+def summary_row(
+    conn: sqlite3.Connection, scope_id: int, thread: str, session: str
+) -> tuple[int, str, str, dict[str, Any]] | None:
     """``(id, text, method, detail)`` of a session's summary, if any."""
     row = conn.execute(
         "SELECT id, text, method, detail FROM derived WHERE scope_id = ? AND kind = 'summary' AND thread = ? "
@@ -104,14 +108,24 @@ def upsert_summary(
     # follows its session at every add (archiving each would grow the store per message); after a
     # delete (force) the replaced text held deleted words and is never archived
     update_memory(
-        conn, existing[0], text, vec, first_at, cause, sources, detail, replace_sources=True,
+        conn,
+        existing[0],
+        text,
+        vec,
+        first_at,
+        cause,
+        sources,
+        detail,
+        replace_sources=True,
         archive=existing[2] == "llm" and not force,
     )
     conn.execute("UPDATE derived SET method = ? WHERE id = ?", (method, existing[0]))
     return True
 
 
-def session_facts(conn: sqlite3.Connection, scope_id: int, thread: str, session: str) -> list[tuple[int, datetime, str]]:
+def session_facts(
+    conn: sqlite3.Connection, scope_id: int, thread: str, session: str
+) -> list[tuple[int, datetime, str]]:
     """``(id, at, text)`` of the facts said in a session."""
     return [
         (int(i), datetime.fromisoformat(at), text)
@@ -168,7 +182,9 @@ def replace_cluster_insights(
     """Recompute the LLM-free cluster insights over all facts (§1.6 option)."""
     old = [
         int(r[0])
-        for r in conn.execute("SELECT id FROM derived WHERE scope_id = ? AND kind = 'insight' AND method = 'rule'", (scope_id,))
+        for r in conn.execute(
+            "SELECT id FROM derived WHERE scope_id = ? AND kind = 'insight' AND method = 'rule'", (scope_id,)
+        )
     ]
     delete_memories(conn, old)
     n = 0

@@ -66,7 +66,11 @@ def load_state(
     ):
         ids.append(int(mid))
         blobs.append(blob)
-    vecs = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), dim) if ids else np.zeros((0, dim), np.float32)
+    vecs = (
+        np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), dim)
+        if ids
+        else np.zeros((0, dim), np.float32)
+    )
     st.load_facts(ids, vecs)
     row = conn.execute(
         "SELECT version, step, msg_count, tau, kappa, sum_vec, pca_mean, pca_basis, pca_lo, pca_hi, pca_n_fit, "
@@ -191,9 +195,7 @@ def origin_sources(conn: sqlite3.Connection, mid: int) -> list[int]:
     """The messages a memory's current text came from."""
     return sorted(
         int(r[0])
-        for r in conn.execute(
-            "SELECT message_id FROM derived_sources WHERE memory_id = ? AND role = 'origin'", (mid,)
-        )
+        for r in conn.execute("SELECT message_id FROM derived_sources WHERE memory_id = ? AND role = 'origin'", (mid,))
     )
 
 
@@ -320,7 +322,13 @@ def usage_of(conn: sqlite3.Connection, scope_id: int) -> LLMUsage:
         (scope_id,),
     ):
         u = out.task(task)
-        u.calls, u.prompt_tokens, u.completion_tokens, u.ms, u.fallbacks = int(calls), int(pt), int(ct), float(ms), int(fb)
+        u.calls, u.prompt_tokens, u.completion_tokens, u.ms, u.fallbacks = (
+            int(calls),
+            int(pt),
+            int(ct),
+            float(ms),
+            int(fb),
+        )
     return out
 
 
@@ -340,8 +348,7 @@ def details(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, dict[str,
     for chunk in _chunks(list(ids)):
         marks = ",".join("?" * len(chunk))
         for r in conn.execute(
-            "SELECT id, kind, text, at, thread, session, speaker, method, version FROM derived "
-            f"WHERE id IN ({marks})",
+            f"SELECT id, kind, text, at, thread, session, speaker, method, version FROM derived WHERE id IN ({marks})",
             chunk,
         ):
             out[int(r[0])] = {

@@ -34,9 +34,26 @@ __all__ = ["CATEGORY_NAMES", "Conversation", "EvalReport", "evaluate", "load_loc
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 _DATE = re.compile(r"(\d{1,2}):(\d{2})\s*(am|pm)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.IGNORECASE)
-_MONTHS = {m: i for i, m in enumerate(
-    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-     "november", "december"], start=1)}
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ],
+        start=1,
+    )
+}
 
 
 @dataclass
@@ -85,9 +102,7 @@ def load_locomo(path: str | Path, limit: int | None = None) -> list[Conversation
     for sample in data[:limit]:
         conv = sample["conversation"]
         speaker_a = conv["speaker_a"]
-        keys = sorted(
-            (k for k in conv if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1])
-        )
+        keys = sorted((k for k in conv if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1]))
         sessions = []
         for key in keys:
             turns = conv[key]
@@ -112,8 +127,7 @@ def load_locomo(path: str | Path, limit: int | None = None) -> list[Conversation
                 )
             sessions.append((key, at, msgs))
         questions = [
-            Question(q["question"], int(q["category"]), _evidence(q.get("evidence", [])))
-            for q in sample["qa"]
+            Question(q["question"], int(q["category"]), _evidence(q.get("evidence", []))) for q in sample["qa"]
         ]
         convs.append(Conversation(sample["sample_id"], sessions, [q for q in questions if q.evidence]))
     return convs
@@ -127,7 +141,9 @@ class SystemScores:
     recall: dict[int, list[list[float]]] = field(default_factory=lambda: defaultdict(list))  # k -> per-cat lists
     by_cat: dict[int, dict[int, list[float]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
     all_hit10: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
-    ctx_recall: dict[int, dict[int, list[float]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
+    ctx_recall: dict[int, dict[int, list[float]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(list))
+    )
     ctx_tokens: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))
     latency_ms: list[float] = field(default_factory=list)
 
@@ -162,7 +178,11 @@ def _turns_of(hits: Sequence[Any]) -> list[str]:
 def evaluate(
     path: str | Path,
     *,
-    systems: Sequence[tuple[Any, ...]] = (("sgmem hybrid", "hybrid"), ("BM25 turns", "bm25"), ("dense sentences", "vector")),
+    systems: Sequence[tuple[Any, ...]] = (
+        ("sgmem hybrid", "hybrid"),
+        ("BM25 turns", "bm25"),
+        ("dense sentences", "vector"),
+    ),
     ks: Sequence[int] = (5, 10, 20),
     budgets: Sequence[int] = (1000,),
     config: Config | None = None,
@@ -218,7 +238,9 @@ def evaluate(
                     sys_scores.all_hit10[q.category].append(float(ev <= set(turns[:10])))
                 first = scores[0]
                 for b in budgets:
-                    text, ids = mem._context_with_ids(q.question, scope=conv.sample_id, budget_tokens=b, mode=systems[0][1])
+                    text, ids = mem._context_with_ids(
+                        q.question, scope=conv.sample_id, budget_tokens=b, mode=systems[0][1]
+                    )
                     first.ctx_recall[b][q.category].append(len(ev & set(ids)) / len(ev))
                     first.ctx_tokens[b].append(count_tokens(text))
     return EvalReport(scores, tuple(ks), tuple(budgets), n_q, sum(c.n_turns for c in convs), ingest_s, str(path))
@@ -252,8 +274,13 @@ def render_report(rep: EvalReport) -> str:
         lines.append(f"| {s.name} | {_pct(allh)} | {p50:.1f} | {p95:.1f} |")
     first = rep.systems[0]
     if first.ctx_recall:
-        lines += ["", f"Recall inside Memory.context() ({first.name}):", "",
-                  "| budget tokens | mean tokens used | cat 1–4 evidence inside | adversarial (5) |", "|---|---|---|---|"]
+        lines += [
+            "",
+            f"Recall inside Memory.context() ({first.name}):",
+            "",
+            "| budget tokens | mean tokens used | cat 1–4 evidence inside | adversarial (5) |",
+            "|---|---|---|---|",
+        ]
         for b in rep.budgets:
             vals = [v for c in cats for v in first.ctx_recall[b][c]]
             lines.append(

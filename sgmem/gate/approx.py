@@ -107,9 +107,7 @@ class IVFScorer:
     def add(self, rows: np.ndarray, vectors: np.ndarray) -> None:
         """Index ``vectors`` under the gate's row numbers ``rows``."""
         if len(rows):
-            self.index.add_with_ids(
-                np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(rows, dtype=np.int64)
-            )
+            self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(rows, dtype=np.int64))
 
     def replace(self, row: int, vector: np.ndarray) -> None:
         """A merged fact's new vector (an Update)."""

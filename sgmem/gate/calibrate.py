@@ -38,7 +38,9 @@ def stream_scores(vectors: Iterable[np.ndarray], config: GateConfig | None = Non
     with single_thread_blas():
         for i, c in enumerate(mat):
             if i:
-                kappa = cfg.kappa if cfg.kappa is not None else estimate_kappa(total, i, dim, cfg.kappa_min, cfg.kappa_max)
+                kappa = (
+                    cfg.kappa if cfg.kappa is not None else estimate_kappa(total, i, dim, cfg.kappa_min, cfg.kappa_max)
+                )
                 out[i] = vmf_score(c, mat[:i], float(kappa)).score
             total += c.astype(np.float64)
     return out
@@ -125,7 +127,11 @@ def corpus_streams(path: str, roles: tuple[str, ...], min_tokens: int = 4) -> li
 
 
 def calibrate_corpus(
-    path: str, embedder: object, quantile: float = 0.8, roles: tuple[str, ...] = ("user",), config: GateConfig | None = None
+    path: str,
+    embedder: object,
+    quantile: float = 0.8,
+    roles: tuple[str, ...] = ("user",),
+    config: GateConfig | None = None,
 ) -> Calibration:
     """Stream a corpus file through the scorer and calibrate τ_noop (``sgmem calibrate``)."""
     scores = []

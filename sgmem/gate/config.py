@@ -129,7 +129,10 @@ class GateConfig:
 
     def __post_init__(self) -> None:
         _check(
-            self.mode in ("auto", "adaptive", "binary", "off"), "mode", self.mode, "'auto', 'adaptive', 'binary' or 'off'"
+            self.mode in ("auto", "adaptive", "binary", "off"),
+            "mode",
+            self.mode,
+            "'auto', 'adaptive', 'binary' or 'off'",
         )
         _check(self.kappa is None or (_num(self.kappa) and self.kappa > 0), "kappa", self.kappa, "None or a number > 0")
         _check(_num(self.kappa_min) and self.kappa_min > 0, "kappa_min", self.kappa_min, "a number > 0")
@@ -164,7 +167,6 @@ class GateConfig:
         )
         _check(_int(self.approx_k) and self.approx_k >= 1, "approx_k", self.approx_k, "an int >= 1")
         _check(_int(self.approx_nprobe) and self.approx_nprobe >= 1, "approx_nprobe", self.approx_nprobe, "an int >= 1")
-
 
     def resolved(self, can_merge_with_llm: bool) -> GateConfig:
         """The config with ``mode="auto"`` made concrete (see ``mode``)."""

@@ -133,7 +133,15 @@ class Density:
 
     @classmethod
     def from_blobs(
-        cls, dim: int, k: int, mean: bytes | None, basis: bytes | None, lo: bytes | None, hi: bytes | None, n_fit: int, stale: bool
+        cls,
+        dim: int,
+        k: int,
+        mean: bytes | None,
+        basis: bytes | None,
+        lo: bytes | None,
+        hi: bytes | None,
+        n_fit: int,
+        stale: bool,
     ) -> Density:
         """The inverse of :meth:`to_blobs`; missing or mis-sized blobs give a stale, empty fit."""
         try:

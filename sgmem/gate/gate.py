@@ -312,11 +312,7 @@ class NoveltyGate:
 
     def updated(self, view: GateView, row: int, vec: np.ndarray) -> None:
         """Record an Update: the merged fact's new vector replaces its old one."""
-        old = view.replace(row, vec)
-        view.sum_vec += np.asarray(vec, dtype=np.float64) - old.astype(np.float64)
-        self._refresh_kappa(view)
-        if view.density is not None:
-            view.density.extend(vec)
+        self.revector(view, row, vec)
         view.counts[UPDATE] = view.counts.get(UPDATE, 0) + 1
 
     def revector(self, view: GateView, row: int, vec: np.ndarray) -> None:
@@ -373,8 +369,11 @@ class NoveltyGate:
             if view.extra:
                 state.ivf.add(np.arange(view.n_base, state.n), np.stack(view.extra))
         else:
-            self.attach_index(state, state.ivf.centroids if state.ivf is not None else None,
-                              state.ivf.n_train if state.ivf is not None else 0)
+            self.attach_index(
+                state,
+                state.ivf.centroids if state.ivf is not None else None,
+                state.ivf.n_train if state.ivf is not None else 0,
+            )
 
     def attach_index(self, state: GateState, centroids: np.ndarray | None, n_train: int) -> None:
         """Build the approximate index from persisted centroids (or train it if there are none)."""
@@ -412,4 +411,3 @@ class NoveltyGate:
             "updates": state.counts.get(UPDATE, 0),
             "noops": state.counts.get(NOOP, 0),
         }
-

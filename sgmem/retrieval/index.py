@@ -118,7 +118,8 @@ class ScopeIndex:
             if name == "session_codes":
                 codes: dict[tuple[str, str], int] = {}
                 arr = np.array(
-                    [codes.setdefault((t, s), len(codes)) for t, s in zip(self.threads, self.sessions, strict=False)], dtype=np.int64
+                    [codes.setdefault((t, s), len(codes)) for t, s in zip(self.threads, self.sessions, strict=False)],
+                    dtype=np.int64,
                 )
             else:
                 arr = np.asarray(getattr(self, name))

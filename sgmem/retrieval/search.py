@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -307,7 +308,15 @@ class Retriever:
         pyr_out = None
         if h.w_pyramid > 0 and idx.keywords is not None:
             pyr_out = pyramid.run(
-                idx, self.config.pyramid, query, q, s_turn, allowed, tools, texts, use_llm=self.config.pyramid.llm_in_hybrid
+                idx,
+                self.config.pyramid,
+                query,
+                q,
+                s_turn,
+                allowed,
+                tools,
+                texts,
+                use_llm=self.config.pyramid.llm_in_hybrid,
             )
             s_pyr = pyramid.channel(pyr_out, idx.n_turns, self.config.pyramid)
         prior = h.length_prior * np.log1p(idx.array("tokens").astype(np.float64)) / math.log1p(64)
@@ -375,3 +384,26 @@ def _group_max(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
     np.maximum.at(best, groups, values)
     best = np.where(np.isfinite(best), best, 0.0)
     return best[groups]
+
+
+def allowed_mask(
+    idx: ScopeIndex,
+    threads: Iterable[str] | None,
+    since: datetime | None,
+    until: datetime | None,
+    exclude: list[str] | None = None,
+) -> np.ndarray | None:
+    """Turns a search may return under its filters; ``None`` when nothing is filtered."""
+    if threads is None and since is None and until is None and not exclude:
+        return None
+    mask = np.ones(idx.n_turns, dtype=bool)
+    if exclude:
+        mask &= ~np.isin(idx.array("ext_ids"), exclude)
+    if threads is not None:
+        mask &= np.isin(idx.array("threads"), list(threads))
+    ts = idx.array("at_ts")
+    if since is not None:
+        mask &= ts >= since.timestamp()
+    if until is not None:
+        mask &= ts <= until.timestamp()
+    return mask

@@ -24,7 +24,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -38,160 +37,17 @@ from ..errors import (
     InvalidInputError,
     NotFoundError,
     SchemaVersionError,
-    SgmemError,
     StoreBusyError,
     StoreError,
 )
 from ..types import Message, ScopeStats
+from .connection import Conn, is_locked, statements
+from .rows import MessageRow, SentenceRow
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["DB_FILENAME", "MessageRow", "SQLiteStore", "SentenceRow"]
 
 DB_FILENAME = "sgmem.db"
-
-
-@dataclass
-class MessageRow:
-    """A message ready to be inserted (placement already computed)."""
-
-    ext_id: str
-    role: str
-    name: str | None
-    content: str
-    at: datetime
-    session: str
-    tokens: int
-    terms: str
-    metadata: dict[str, Any]
-    vec: np.ndarray
-
-
-@dataclass
-class SentenceRow:
-    """A sentence ready to be inserted; ``msg`` indexes the add's messages."""
-
-    msg: int
-    idx: int
-    start: int
-    end: int
-    text: str
-    embed_hash: str
-    vec: np.ndarray
-
-
-def _statements(script: str) -> Iterator[str]:
-    """Split a migration script into statements (executescript would commit)."""
-    buf = ""
-    for line in script.splitlines():
-        if line.strip().startswith("--"):
-            continue
-        buf += line + "\n"
-        if sqlite3.complete_statement(buf):
-            yield buf
-            buf = ""
-    if buf.strip():
-        yield buf
-
-
-def _is_locked(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
-
-
-def _translate(exc: sqlite3.Error, where: str, busy_timeout_s: float) -> BaseException:
-    """The sgmem error a caller should see for ``exc``; programming errors pass through unchanged."""
-    name = str(getattr(exc, "sqlite_errorname", ""))  # Python >= 3.11
-    text = str(exc).lower()
-    if isinstance(exc, sqlite3.ProgrammingError) and "closed" in text:
-        return SgmemError("this Memory is closed; create a new sgmem.Memory(path=...) to reopen the store.")
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or (
-        isinstance(exc, sqlite3.OperationalError) and _is_locked(exc)
-    ):
-        return StoreBusyError(
-            f"the store {where!r} stayed locked by another connection for {busy_timeout_s}s; "
-            "retry later or raise Config(busy_timeout_s=...)."
-        )
-    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or any(
-        w in text for w in ("malformed", "not a database", "corrupt")
-    ):
-        return CorruptStoreError(
-            f"store {where!r} is damaged ({exc}). It was left untouched: restore it from a backup, "
-            "or move it away to start a new store."
-        )
-    if name.startswith(("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM")) or any(
-        w in text for w in ("disk is full", "disk i/o", "readonly", "unable to open")
-    ):
-        return StoreError(f"the store {where!r} could not be read or written ({exc}); check the disk and permissions.")
-    return exc
-
-
-class _Cursor:
-    """A cursor whose row fetches translate sqlite3 errors (damage can surface mid-scan)."""
-
-    __slots__ = ("_conn", "_cur")
-
-    def __init__(self, cur: sqlite3.Cursor, conn: _Conn) -> None:
-        self._cur = cur
-        self._conn = conn
-
-    def __iter__(self) -> Iterator[Any]:
-        try:
-            yield from self._cur
-        except sqlite3.Error as exc:
-            raise self._conn.translate(exc) from exc
-
-    def fetchone(self) -> Any:
-        try:
-            return self._cur.fetchone()
-        except sqlite3.Error as exc:
-            raise self._conn.translate(exc) from exc
-
-    def fetchall(self) -> list[Any]:
-        try:
-            return self._cur.fetchall()
-        except sqlite3.Error as exc:
-            raise self._conn.translate(exc) from exc
-
-    def fetchmany(self, size: int = 1) -> list[Any]:
-        try:
-            return self._cur.fetchmany(size)
-        except sqlite3.Error as exc:
-            raise self._conn.translate(exc) from exc
-
-    def __getattr__(self, name: str) -> Any:  # lastrowid, rowcount, description...
-        return getattr(self._cur, name)
-
-
-class _Conn:
-    """The sqlite3 connection with its errors translated (see the module docstring)."""
-
-    __slots__ = ("_raw", "_where", "_timeout")
-
-    def __init__(self, raw: sqlite3.Connection, where: str, busy_timeout_s: float) -> None:
-        self._raw = raw
-        self._where = where
-        self._timeout = busy_timeout_s
-
-    def translate(self, exc: sqlite3.Error) -> BaseException:
-        return _translate(exc, self._where, self._timeout)
-
-    def execute(self, sql: str, parameters: Any = ()) -> Any:
-        try:
-            return _Cursor(self._raw.execute(sql, parameters), self)
-        except sqlite3.Error as exc:
-            raise self.translate(exc) from exc
-
-    def executemany(self, sql: str, seq: Any) -> Any:
-        try:
-            return _Cursor(self._raw.executemany(sql, seq), self)
-        except sqlite3.Error as exc:
-            raise self.translate(exc) from exc
-
-    def __getattr__(self, name: str) -> Any:  # in_transaction, total_changes, close...
-        try:
-            return getattr(self._raw, name)
-        except sqlite3.Error as exc:  # e.g. in_transaction on a closed connection
-            raise self.translate(exc) from exc
 
 
 class SQLiteStore:
@@ -231,7 +87,7 @@ class SQLiteStore:
             target = str(self.dir / DB_FILENAME)
         try:
             self._raw = sqlite3.connect(target, isolation_level=None, check_same_thread=False, timeout=busy_timeout_s)
-            self.conn: Any = _Conn(self._raw, target, busy_timeout_s)
+            self.conn: Any = Conn(self._raw, target, busy_timeout_s)
             if self.dir is not None:
                 with contextlib.suppress(OSError):
                     os.chmod(target, 0o600)
@@ -258,7 +114,7 @@ class SQLiteStore:
                 ) from exc
             if not isinstance(exc, sqlite3.DatabaseError):
                 raise
-            if _is_locked(exc):
+            if is_locked(exc):
                 raise StoreBusyError(f"store {target!r} stayed locked for {busy_timeout_s}s while opening") from exc
             raise CorruptStoreError(
                 f"store {target!r} is not a readable sgmem database ({exc}). It was left untouched: "
@@ -268,9 +124,7 @@ class SQLiteStore:
     # ------------------------------------------------------------------ setup
     def _migrate(self) -> None:
         with self.write():
-            self.conn.execute(
-                "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
-            )
+            self.conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
             done = {r[0] for r in self.conn.execute("SELECT name FROM migrations")}
             known = {name for name, _ in MIGRATIONS}
             unknown = done - known
@@ -282,7 +136,7 @@ class SQLiteStore:
             for name, sql in MIGRATIONS:
                 if name in done:
                     continue
-                for statement in _statements(sql):
+                for statement in statements(sql):
                     self.conn.execute(statement)
                 self.conn.execute(
                     "INSERT INTO migrations (name, applied_at) VALUES (?, ?)",
@@ -340,8 +194,8 @@ class SQLiteStore:
                         self._raw.execute("BEGIN IMMEDIATE")
                         break
                     except sqlite3.OperationalError as exc:
-                        if not _is_locked(exc) or time.monotonic() >= deadline:
-                            if _is_locked(exc):
+                        if not is_locked(exc) or time.monotonic() >= deadline:
+                            if is_locked(exc):
                                 raise StoreBusyError(
                                     f"the store stayed locked by another writer for {timeout}s; "
                                     "retry later or raise Config(busy_timeout_s=...)."
@@ -367,7 +221,7 @@ class SQLiteStore:
                 except sqlite3.Error as exc:
                     with contextlib.suppress(sqlite3.Error):
                         self._raw.execute("ROLLBACK")
-                    if isinstance(exc, sqlite3.OperationalError) and _is_locked(exc):
+                    if isinstance(exc, sqlite3.OperationalError) and is_locked(exc):
                         raise StoreBusyError("the store stayed locked while committing; nothing was stored") from exc
                     raise self.conn.translate(exc) from exc
 
@@ -580,6 +434,23 @@ class SQLiteStore:
             )
             for r in rows
         ]
+
+    def message_details(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """Thread, speaker, text and time of message rows, by row id."""
+        out: dict[int, dict[str, Any]] = {}
+        for i in range(0, len(ids), 500):
+            chunk = list(ids[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT id, ext_id, thread, role, name, content, at FROM messages WHERE id IN ({marks})"
+            for r in self.conn.execute(sql, chunk):
+                out[int(r[0])] = {
+                    "ext_id": r[1],
+                    "thread": r[2],
+                    "speaker": r[4] or r[3],
+                    "content": r[5],
+                    "at": datetime.fromisoformat(r[6]),
+                }
+        return out
 
     def threads(self, scope_id: int) -> list[str]:
         """Threads of a scope, in order of first message."""

@@ -50,7 +50,7 @@ def _mask(text: str) -> str:
         s = m.group(0)
         # keep a trailing sentence-ending dot outside the mask ("see x.io/a.")
         core = s.rstrip(".,;:!?)")
-        return _MASK_CHAR * len(core) + s[len(core):]
+        return _MASK_CHAR * len(core) + s[len(core) :]
 
     return _PROTECT.sub(repl, text)
 

@@ -1,0 +1,71 @@
+"""Async twins of :class:`sgmem.Memory`'s calls: each runs the sync call in a worker thread.
+
+SQLite and the embedder block; ``asyncio.to_thread`` keeps the event loop free
+while they work. The Memory's own lock orders calls from many tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from .types import AddResult, DeleteReceipt, Hit, MemoryVersion, Message, Stats
+
+__all__ = ["AsyncMethods"]
+
+
+class AsyncMethods:
+    """``aadd``, ``asearch``, ``acontext``, … for :class:`sgmem.Memory`."""
+
+    async def aadd(self: Any, messages: Any, *, scope: str, thread: str, at: datetime | str | None = None) -> AddResult:
+        """Async :meth:`add`; runs in a worker thread, never blocking the loop."""
+        return await asyncio.to_thread(self.add, messages, scope=scope, thread=thread, at=at)
+
+    async def asearch(
+        self: Any, query: str, *, scope: str, k: int = 10, mode: str | None = None, **filters: Any
+    ) -> list[Hit]:
+        """Async :meth:`search`."""
+        return await asyncio.to_thread(lambda: self.search(query, scope=scope, k=k, mode=mode, **filters))
+
+    async def acontext(
+        self: Any,
+        query: str,
+        *,
+        scope: str,
+        budget_tokens: int = 2000,
+        mode: str | None = None,
+        exclude_message_ids: Iterable[str] | None = None,
+    ) -> str:
+        """Async :meth:`context`."""
+        return await asyncio.to_thread(
+            self.context,
+            query,
+            scope=scope,
+            budget_tokens=budget_tokens,
+            mode=mode,
+            exclude_message_ids=exclude_message_ids,
+        )
+
+    async def amessages(self: Any, *, scope: str, thread: str | None = None, limit: int | None = None) -> list[Message]:
+        """Async :meth:`messages`."""
+        return await asyncio.to_thread(self.messages, scope=scope, thread=thread, limit=limit)
+
+    async def aget(self: Any, *, scope: str, message_ids: Sequence[str]) -> list[Message]:
+        """Async :meth:`get`."""
+        return await asyncio.to_thread(self.get, scope=scope, message_ids=message_ids)
+
+    async def ahistory(self: Any, memory_id: str, *, scope: str) -> list[MemoryVersion]:
+        """Async :meth:`history`."""
+        return await asyncio.to_thread(self.history, memory_id, scope=scope)
+
+    async def adelete(
+        self: Any, *, scope: str, thread: str | None = None, message_ids: Sequence[str] | None = None
+    ) -> DeleteReceipt:
+        """Async :meth:`delete`."""
+        return await asyncio.to_thread(self.delete, scope=scope, thread=thread, message_ids=message_ids)
+
+    async def astats(self: Any, scope: str | None = None) -> Stats:
+        """Async :meth:`stats`."""
+        return await asyncio.to_thread(self.stats, scope)
