@@ -134,6 +134,29 @@ def embed_texts(
     return [vecs[k] for k in keys], len(items)
 
 
+def _top_k_inner(queries: np.ndarray, vecs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-``k`` inner products of each query against ``vecs`` (unsorted within the k).
+
+    A BLAS matrix product plus ``argpartition``: for the few dozen sentences of
+    an add this measured 3–25× faster than FAISS's flat search on 2 cores,
+    which is tuned for many queries. The product is taken in slices so that
+    at most 2**24 scores (64 MB) exist at once, whatever the scope's size.
+    """
+    kk = min(k, len(vecs))
+    step = max(1, (1 << 24) // max(len(vecs), 1))
+    ds, ixs = [], []
+    for s0 in range(0, len(queries), step):
+        sims = queries[s0 : s0 + step] @ vecs.T
+        part = (
+            np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
+            if kk < sims.shape[1]
+            else np.broadcast_to(np.arange(sims.shape[1]), sims.shape)
+        )
+        ds.append(np.take_along_axis(sims, part, axis=1))
+        ixs.append(part)
+    return np.concatenate(ds), np.concatenate(ixs)
+
+
 def knn_edges(
     idx: ScopeIndex, new_vecs: np.ndarray, k: int, min_cos: float, block: int = 1024
 ) -> list[tuple[int, int, float]]:
@@ -147,14 +170,13 @@ def knn_edges(
     n_new = len(new_vecs)
     if k <= 0 or n_new == 0:
         return []
-    existing = idx.sent_index
+    existing = idx.sentence_vectors()  # zero-copy view of the FAISS flat index
     edges: list[tuple[int, int, float]] = []
     for b0 in range(0, n_new, block):
         blk = new_vecs[b0 : b0 + block]
         cands: list[tuple[np.ndarray, np.ndarray, bool]] = []
-        if existing.ntotal:
-            d, ix = existing.search(blk, min(k, existing.ntotal))
-            cands.append((d, ix, False))
+        if len(existing):
+            cands.append((*_top_k_inner(blk, existing, k), False))
         if b0 > 0 or len(blk) > 1:
             prev = new_vecs[: b0 + len(blk)]
             sims = blk @ prev.T  # (blk, b0+len(blk))

@@ -84,6 +84,7 @@ class ScopeIndex:
     _msg_row: dict[int, int] = field(default_factory=dict)
     _sent_row: dict[int, int] = field(default_factory=dict)
     _np_cache: dict[str, np.ndarray] = field(default_factory=dict)
+    _turn_norms: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.turn_index is None:
@@ -107,6 +108,35 @@ class ScopeIndex:
     def sentence_vectors(self) -> np.ndarray:
         """(n_sentences, dim) view of the sentence vectors."""
         return _view(self.sent_index)
+
+    def turn_sum_norms(self) -> np.ndarray:
+        """‖Σ of each turn's sentence vectors‖ (0 for a turn without sentences).
+
+        A turn's vector is that sum normalised (:func:`sgmem.ingest.turn_vectors`),
+        so its cosine to a query is the sum of its sentences' cosines divided
+        by this norm: the hybrid mode gets turn cosines from the sentence
+        cosines it already has, without a second scan of the vectors. Kept up
+        to date as turns are appended; recomputed after a reload.
+        """
+        n = self.n_turns
+        cur = self._turn_norms
+        vecs = self.sentence_vectors()
+        if cur is None or len(cur) > n:
+            cur = np.zeros(n, dtype=np.float64)
+            if self.n_sentences:
+                owner = self.array("sent_msg")
+                starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+                sums = np.add.reduceat(vecs, starts, axis=0).astype(np.float64)
+                cur[owner[starts]] = np.linalg.norm(sums, axis=1)
+        elif len(cur) < n:
+            extra = np.zeros(n - len(cur), dtype=np.float64)
+            for i, r in enumerate(range(len(cur), n)):
+                rows = self.msg_sents[r]
+                if rows:
+                    extra[i] = float(np.linalg.norm(vecs[rows].astype(np.float64).sum(axis=0)))
+            cur = np.concatenate([cur, extra])
+        self._turn_norms = cur
+        return cur
 
     def array(self, name: str) -> np.ndarray:
         """A numpy copy of a per-turn column (cached until the next change).

@@ -69,6 +69,20 @@ class Retriever:
         return vecs @ q if len(vecs) else np.zeros(0, dtype=np.float32)
 
     @staticmethod
+    def turn_cosines_from_sentences(idx: ScopeIndex, cos: np.ndarray) -> np.ndarray:
+        """Turn cosines from sentence cosines (see :meth:`ScopeIndex.turn_sum_norms`); no vector scan."""
+        out = np.zeros(idx.n_turns, dtype=np.float64)
+        if cos.size == 0:
+            return out
+        owner = idx.array("sent_msg")
+        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+        turns = owner[starts]
+        norms = idx.turn_sum_norms()[turns]
+        sums = np.add.reduceat(cos.astype(np.float64), starts)
+        out[turns] = np.divide(sums, norms, out=np.zeros_like(sums), where=norms > 0)
+        return out
+
+    @staticmethod
     def per_turn_sentence_scores(idx: ScopeIndex, cos: np.ndarray, rest_weight: float) -> tuple[np.ndarray, np.ndarray]:
         """Best sentence cosine per turn plus ``rest_weight`` × mean of the others.
 
@@ -288,7 +302,7 @@ class Retriever:
         cos = self.sentence_cosines(idx, q)
         s_sent, best_row = self.per_turn_sentence_scores(idx, cos, h.rest_weight)
         s_sent = np.where(np.isfinite(s_sent), s_sent, 0.0)
-        s_turn = self.turn_cosines(idx, q).astype(np.float64)
+        s_turn = self.turn_cosines_from_sentences(idx, cos)
         terms = analyze(query)
         s_lex, _ = self.lexical_scores(idx, terms, h.neighbour_weight)
         prev, nxt = idx.array("prev_row"), idx.array("next_row")

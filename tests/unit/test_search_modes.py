@@ -249,3 +249,28 @@ def test_max_plus_rest_ranks_a_chunk_by_its_best_sentence(embedder: sgmem.Embedd
         add_sample(mem)
         for h in mem.search("grey cat", scope="alice", k=4, mode="graph"):
             assert h.score == pytest.approx(max(s["sim"] for s in h.why["sentences"]), abs=1e-3)
+
+
+def test_turn_cosines_from_sentence_cosines_equal_a_scan_of_the_turn_vectors(
+    embedder: sgmem.Embedder, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    from sgmem.retrieval.search import Retriever
+
+    q = embedder.embed(["grey cat that eats tuna"])[0]
+
+    def check(m: sgmem.Memory) -> None:
+        idx = m._index(m._store.scope_id("alice"))
+        cos = Retriever.sentence_cosines(idx, q)
+        derived = Retriever.turn_cosines_from_sentences(idx, cos)
+        assert derived.shape == (idx.n_turns,)
+        assert abs(derived - Retriever.turn_cosines(idx, q)).max() < 1e-5
+
+    with sgmem.Memory(tmp_path, embedder=embedder) as m:
+        add_sample(m)
+        check(m)  # computed in one go
+        m.add([{"role": "user", "content": "My cat also likes salmon. And naps."}], scope="alice", thread="t9")
+        check(m)  # extended by the new turn
+        m.delete(scope="alice", message_ids=[sorted(CAT_IDS)[0]])
+        check(m)  # recomputed after the reload a delete causes
+    with sgmem.Memory(tmp_path, embedder=embedder) as m:
+        check(m)  # from the saved caches

@@ -95,3 +95,51 @@ def test_sentences_are_exact_ordered_substrings_that_lose_nothing(text: str) -> 
 def test_any_unicode_text_splits_into_substrings(text: str) -> None:
     for s in split_sentences(text):
         assert s and s in text
+
+
+class _PysbdOnly:
+    @staticmethod
+    def search(_: str) -> bool:
+        return True
+
+
+_WORDS = ["Dr", "Mr", "e", "g", "U", "S", "St", "vs", "etc", "I", "3", "pm", "Jan", "hello", "it's", "😀", "-", ",", "(", "'", '"']
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(_WORDS), min_size=1, max_size=12),
+    st.sampled_from(["", ".", "!", "?", "...", "!!", "?!", " ", '"', '."']),
+)
+def test_the_one_sentence_fast_path_agrees_with_pysbd(words: list[str], end: str) -> None:
+    import sgmem.text.segment as seg
+
+    text = " ".join(words) + end
+    fast = seg._spans(text)
+    real_boundary = seg._MAYBE_BOUNDARY
+    seg._MAYBE_BOUNDARY = _PysbdOnly  # type: ignore[assignment]
+    try:
+        slow = seg._spans(text)
+    finally:
+        seg._MAYBE_BOUNDARY = real_boundary
+    # pysbd sometimes splits a lone "." off an ellipsis ("Jan..." → "Jan..", "."): not a sentence
+    if fast != slow:
+        assert any(not re.search(r"\w", text[a:b]) for a, b in slow), (text, fast, slow)
+
+
+_PIECES = ["Dr.", "e.g.", "U.S.", "etc.", "p.m.", "No.", "3.5", "I", "hello", "it's", "(", ")", ",", "?", "!", "...", "\n", "1)", "2.", '"', "“Hi.”", "http://x.io/a?b", "ok"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=15))
+def test_sentences_from_pysbd_processor_equal_segmenter_output(pieces: list[str]) -> None:
+    import sgmem.text.segment as seg
+
+    text = " ".join(pieces)
+    ours = seg._spans(text)
+    real = seg._sentences
+    seg._sentences = lambda s, block: s.segment(block)  # pysbd's public call
+    try:
+        assert seg._spans(text) == ours
+    finally:
+        seg._sentences = real
