@@ -80,7 +80,6 @@ class Outcome:
     query_keywords: list[str] = field(default_factory=list)
     critical: list[int] = field(default_factory=list)
     seen: dict[int, Found] = field(default_factory=dict)
-    later: dict[int, Found] = field(default_factory=dict)
     rounds: int = 0
     stop: str = "exhausted"
     reflection: str = "rule"
@@ -89,6 +88,24 @@ class Outcome:
     usage: Usage = field(default_factory=Usage)
     selection: str = "rule"
     top_level: int = 0
+    _pending: list[tuple[int, Any]] = field(default_factory=list, repr=False)
+    _later: dict[int, Found] | None = field(default=None, repr=False)
+
+    @property
+    def later(self) -> dict[int, Found]:
+        """Memories not shown, in traversal order (computed on first use: only
+        ``mode="pyramid"`` ranks them, and the keyword postings can be long)."""
+        if self._later is None:
+            later: dict[int, Found] = {}
+            for size, nodes in self._pending:
+                for node in nodes:
+                    for r in node.rows.tolist():
+                        if r not in self.seen and r not in later:
+                            later[r] = Found(r, tuple(self._words[w] for w in node.keywords), size, 0)
+            self._later = later
+        return self._later
+
+    _words: list[str] = field(default_factory=list, repr=False)
 
 
 # ----------------------------------------------------------- query keywords
@@ -174,7 +191,7 @@ def _rule_round(
     critical: list[int],
     new: list[int],
     rel: np.ndarray,
-    level: dict[int, int],
+    level: np.ndarray,
     top: int,
     query: Sequence[int],
     cfg: PyramidConfig,
@@ -182,7 +199,7 @@ def _rule_round(
     """§3.7 [D]: C = the top-c of ``C ∪ N_r`` by cosine + ``level_weight`` · level / L_top; sufficiency rule."""
 
     def score(r: int) -> float:
-        return float(rel[r]) + cfg.level_weight * level.get(r, 0) / max(top, 1)
+        return float(rel[r]) + cfg.level_weight * int(level[r]) / max(top, 1)
 
     pool = list(dict.fromkeys(critical + new))
     pool.sort(key=lambda r: -score(r))  # stable: ties keep earlier memories first
@@ -301,11 +318,11 @@ def reflective_search(
     levels = build_pyramid(kwi, Q, cfg.depth, allowed)
     top = levels[0].size if levels else 1
     out.top_level = top if levels else 0
-    level_of: dict[int, int] = {}  # the most specific level holding each memory
-    for lv in levels:
+    level_of = np.zeros(len(rel), dtype=np.int64)  # the most specific level holding each memory
+    for lv in reversed(levels):  # least specific first: a more specific level overwrites
         for node in lv.nodes:
-            for r in node.rows.tolist():
-                level_of.setdefault(r, lv.size)
+            level_of[node.rows] = lv.size
+    shown_mask = np.zeros(len(rel), dtype=bool)
     budget = cfg.token_budget
     label: dict[int, str] = {}
     text_of: dict[int, str] = {}
@@ -323,14 +340,9 @@ def reflective_search(
             out.stop = "rounds"
             stopped = True
             break
-        path_of: dict[int, tuple[int, ...]] = {}
-        for node in nodes:
-            for r in node.rows.tolist():
-                if r not in out.seen and r not in path_of:
-                    path_of[r] = node.keywords
-        if not path_of:
+        new, path_of = _unseen(nodes, shown_mask, rel, cfg.max_new_per_round)
+        if not new:
             continue  # RMR left nothing new: no round
-        new = sorted(path_of, key=lambda r: -rel[r])[: cfg.max_new_per_round]
         remaining = budget - out.tokens
         if use_llm:
             missing = [r for r in new if r not in text_of]
@@ -361,6 +373,7 @@ def reflective_search(
         out.rounds += 1
         for r in shown:
             out.seen[r] = Found(r, tuple(kwi.words[w] for w in path_of[r]), size, out.rounds)
+            shown_mask[r] = True
         if suff is None:
             crit, suff = _rule_round(kwi, critical, shown, rel, level_of, top, Q, cfg)
             modes.add("rule")
@@ -376,10 +389,30 @@ def reflective_search(
     out.critical = critical
     out.answer = answer
     out.reflection = "mixed" if len(modes) > 1 else (modes.pop() if modes else ("llm" if use_llm else "rule"))
-    # what the traversal had not shown, in traversal order (for ranking past C)
-    for size, nodes in pending:
-        for node in nodes:
-            for r in node.rows.tolist():
-                if r not in out.seen and r not in out.later:
-                    out.later[r] = Found(r, tuple(kwi.words[w] for w in node.keywords), size, 0)
+    # what the traversal had not shown, in traversal order (``Outcome.later``, for ranking past C)
+    out._pending, out._words = pending, kwi.words
     return out
+
+
+def _unseen(
+    nodes: Sequence[Any], shown: np.ndarray, rel: np.ndarray, limit: int
+) -> tuple[list[int], dict[int, tuple[int, ...]]]:
+    """The unit's memories not shown yet, the ``limit`` most relevant first, with the
+    keyword path of the first node holding each (vectorised: postings can be long)."""
+    if not nodes:
+        return [], {}
+    rows = np.concatenate([node.rows for node in nodes]).astype(np.int64, copy=False)
+    which = np.concatenate([np.full(len(node.rows), i) for i, node in enumerate(nodes)])
+    fresh = ~shown[rows]
+    rows, which = rows[fresh], which[fresh]
+    if rows.size == 0:
+        return [], {}
+    rows, first = np.unique(rows, return_index=True)  # first occurrence: the earliest node
+    which = which[first]
+    scores = rel[rows]
+    if rows.size > limit:
+        part = np.argpartition(-scores, limit - 1)[:limit]
+        rows, which, scores = rows[part], which[part], scores[part]
+    order = sorted(range(rows.size), key=lambda i: (-scores[i], int(rows[i])))
+    new = [int(rows[i]) for i in order]
+    return new, {int(rows[i]): nodes[int(which[i])].keywords for i in order}
