@@ -18,13 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-PARTS = ("quality", "speed", "write")
+PARTS = ("quality", "speed", "write", "gate")
 HERE = Path(__file__).resolve().parent
 
 
@@ -177,6 +178,30 @@ def main(argv: list[str] | None = None) -> int:
         images.append(wc.plot(write, plots))
         sections += ["## Write cost: LLM calls", "", wc.render(write), "",
                      f"![write cost]({_rel(plots / 'write_cost.png', results_path.parent)})", ""]
+
+    if "gate" in args.only:
+        import shutil
+
+        from benchmarks import gate as gb
+
+        path = Path(args.locomo) if args.locomo else default_locomo_path()
+        if path.exists():
+            say("gate: routing, LLM calls, context, decision latency")
+            gate_argv = ["--locomo", str(path), "--cache", args.cache, "--out", str(out_dir),
+                         "--candidates", str(args.gate_candidates),
+                         "--sizes", *[str(n) for n in sorted(set(args.sizes)) if n <= 100_000]]
+            if args.limit:
+                gate_argv += ["--limit", str(args.limit)]
+            gb.main(gate_argv, embedder=shared_embedder())
+            text = (out_dir / "gate.md").read_text(encoding="utf-8")
+            png = out_dir / "gate_trace.png"
+            sections += ["## Novelty gate (SAGE): routing, store size, recall, LLM calls, latency", "",
+                         re.sub(r"(?m)^trace plot: .*$", "", text).strip(), ""]
+            if png.exists():
+                plots.mkdir(parents=True, exist_ok=True)
+                shutil.copy(png, plots / "gate_trace.png")
+                images.append(plots / "gate_trace.png")
+                sections += [f"![gate trace]({_rel(plots / 'gate_trace.png', results_path.parent)})", ""]
 
     head = [
         "# sgmem benchmarks",

@@ -172,10 +172,11 @@ def test_one_command_writes_results_and_plots(locomo_file: Path, tmp_path: Path,
             "--queries", "2"]
     assert main(argv) == 0
     text = results.read_text(encoding="utf-8")
-    for heading in ("## Summary", "## Quality", "## Speed and scale", "## Write cost"):
+    for heading in ("## Summary", "## Quality", "## Speed and scale", "## Write cost", "## Novelty gate"):
         assert heading in text
+    assert "sgmem default (no LLM: binary" in text and "trace plot:" not in text
     assert "Command: `python -m benchmarks --smoke" in text and "Machine:" in text
     assert (tmp_path / "out" / "results-smoke.json").exists()
-    for png in ("quality_recall.png", "quality_context.png", "speed_scale.png", "write_cost.png"):
+    for png in ("quality_recall.png", "quality_context.png", "speed_scale.png", "write_cost.png", "gate_trace.png"):
         assert (plots / png).read_bytes().startswith(PNG)
         assert re.search(rf"\]\(plots/{png}\)", text)
