@@ -73,15 +73,23 @@ def render(results: Results) -> str:
         "",
         "### Query latency vs dense-only FAISS search",
         "",
-        "p50 / p95 in ms, query embedding included, k = 10; in brackets p50 ÷ the dense p50 "
-        "(embed the query + `IndexFlatIP` top-10 over the same sentence vectors).",
+        "p50 / p95 in ms, query embedding included, k = 10; in brackets p50 and p95 ÷ the dense p50 and p95 "
+        "(embed the query + `IndexFlatIP` top-10 over the same sentence vectors, with FAISS's default OpenMP "
+        "threads or one thread, whichever was faster in this run — the dense column says which).",
         "",
         "| sentences | dense | " + " | ".join(modes) + " |",
         "|---|---|" + "---|" * len(modes),
     ]
     for r in rows:
-        cells = [f"{r[f'{m}_p50']:.1f} / {r[f'{m}_p95']:.1f} (**{r[f'{m}_p50'] / r['dense_p50']:.1f}×**)" for m in modes]
-        lines.append(f"| {r['sentences']:,} | {r['dense_p50']:.1f} / {r['dense_p95']:.1f} | " + " | ".join(cells) + " |")
+        cells = [
+            f"{r[f'{m}_p50']:.1f} / {r[f'{m}_p95']:.1f} "
+            f"(**{r[f'{m}_p50'] / r['dense_p50']:.2f}× / {r[f'{m}_p95'] / r['dense_p95']:.2f}×**)"
+            for m in modes
+        ]
+        conf = f" ({r['dense_config']})" if r.get("dense_config") else ""
+        lines.append(
+            f"| {r['sentences']:,} | {r['dense_p50']:.1f} / {r['dense_p95']:.1f}{conf} | " + " | ".join(cells) + " |"
+        )
     lines += [
         "",
         "### Memory, disk and the novelty gate",

@@ -67,19 +67,34 @@ def fit(candidates: list[ContextTurn], budget_tokens: int) -> tuple[str, list[Co
     """
     chosen: list[ContextTurn] = []
     seen: set[int] = set()
-    used = 0
+    # Counting the whole block for every candidate is quadratic in the budget (a
+    # 4,000-token block re-tokenised ~100 times). Below the budget by a margin, a
+    # candidate's cost is estimated from its own line; near the budget the block is
+    # counted exactly; at the end the exact count is enforced (lowest-ranked turns
+    # dropped if the estimates were short), so the budget is never exceeded.
+    margin = max(16, budget_tokens // 50)
+    used, exact = 0, True  # the block's token count; an over-estimate while not exact
     for c in candidates:
         if c.key in seen:
             continue
-        # cheap lower bound first, exact count only when it may fit
-        approx = used + count_tokens(c.text)
-        if chosen and approx > budget_tokens:
+        text_tokens = count_tokens(c.text)
+        estimate = text_tokens + count_tokens(c.speaker) + 14  # time, ": ", newline, a group header
+        if chosen and used + estimate <= budget_tokens - margin:
+            chosen.append(c)
+            seen.add(c.key)
+            used, exact = used + estimate, False
+            continue
+        if not exact:
+            used, exact = count_tokens(render(chosen)), True
+        if chosen and used + text_tokens > budget_tokens:  # cheap lower bound: cannot fit
             continue
         n = count_tokens(render(chosen + [c]))
         if n <= budget_tokens:
             chosen.append(c)
             seen.add(c.key)
             used = n
+    while chosen and count_tokens(render(chosen)) > budget_tokens:
+        seen.discard(chosen.pop().key)
     if not chosen and candidates:
         best = candidates[0]
         overhead = count_tokens(render([ContextTurn(best.key, best.at, best.thread, best.speaker, "")]))

@@ -22,6 +22,7 @@ from .derived.reads import check_kinds
 from .embed.base import Embedder, check_embeddings
 from .embed.minilm import default_embedder
 from .errors import InvalidInputError, NotFoundError, SgmemError
+from .gate.blas import single_thread_blas
 from .ingest import embed_texts, knn_edges, prepare, turn_vectors
 from .llm import LLM
 from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords, plan_add
@@ -175,6 +176,10 @@ class Memory(AsyncMethods):
         Raises:
             InvalidInputError: bad messages or arguments; nothing is stored.
         """
+        with single_thread_blas():  # numpy's BLAS threads would contend with the embedder's
+            return self._add(messages, scope, thread, at)
+
+    def _add(self, messages: Any, scope: str, thread: str, at: datetime | str | None) -> AddResult:
         self._check_open()
         t0 = time.perf_counter()
         limits = self.config.limits
@@ -297,7 +302,7 @@ class Memory(AsyncMethods):
         if scope_id is None:
             return [], None, None
         q = self._embed_query(query)
-        with self._lock:
+        with self._lock, single_thread_blas():  # see sgmem.gate.blas: next to torch, one BLAS thread is faster
             idx = self._index(scope_id)
             allowed = allowed_mask(idx, thread_list, since_dt, until_dt, exclude)
             if self._retriever.needs_keywords(mode):
