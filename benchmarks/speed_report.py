@@ -18,7 +18,7 @@ def _measured(results: Results) -> list[dict[str, Any]]:
 def _modes(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
-    return [k[: -len("_p50")] for k in rows[0] if k.endswith("_p50") and k != "dense_p50"]
+    return [k[: -len("_p50")] for k in rows[0] if k.endswith("_p50") and not k.startswith("dense")]
 
 
 def _get(row: dict[str, Any], key: str) -> float | None:
