@@ -289,14 +289,10 @@ class Memory(AsyncMethods):
         exclude_message_ids: Any = None,
     ) -> tuple[list[Ranked], ScopeIndex | None, np.ndarray | None]:
         self._check_open()
-        limits = self.config.limits
-        query = check_text(query, "query", limits.max_query_chars, "max_query_chars")
-        scope = check_name(scope, "scope", limits)
-        k = check_int(k, "k", 1, limits.max_k)
+        query, scope, k, thread_list, since_dt, until_dt, exclude = self._check_query(
+            query, scope, k, threads, since, until, exclude_message_ids
+        )
         mode = check_mode(mode) or self.config.default_mode
-        thread_list = check_names(threads, "threads", self.config.limits)
-        since_dt, until_dt = check_time(since, "since"), check_time(until, "until")
-        exclude = check_names(exclude_message_ids, "exclude_message_ids", self.config.limits)
         with self._lock:
             scope_id = self._store.scope_id(scope)
         if scope_id is None:
@@ -318,6 +314,19 @@ class Memory(AsyncMethods):
                 PyramidTools(self._words, self.llm),
             )
         return ranked, idx, q
+
+    def _check_query(self, query: Any, scope: Any, k: Any, threads: Any, since: Any, until: Any, exclude: Any) -> Any:
+        """A search's arguments, checked in one place (``InvalidInputError`` names the bad one)."""
+        limits = self.config.limits
+        return (
+            check_text(query, "query", limits.max_query_chars, "max_query_chars"),
+            check_name(scope, "scope", limits),
+            check_int(k, "k", 1, limits.max_k),
+            check_names(threads, "threads", limits),
+            check_time(since, "since"),
+            check_time(until, "until"),
+            check_names(exclude, "exclude_message_ids", limits),
+        )
 
     def _turn_texts(self, idx: ScopeIndex, rows: list[int]) -> list[str]:
         details = self._details([idx.msg_ids[r] for r in rows])
@@ -406,13 +415,9 @@ class Memory(AsyncMethods):
     ) -> list[Hit]:
         """:meth:`search` over generated memory only (no turn retrieval)."""
         self._check_open()
-        limits = self.config.limits
-        query = check_text(query, "query", limits.max_query_chars, "max_query_chars")
-        scope = check_name(scope, "scope", limits)
-        k = check_int(k, "k", 1, limits.max_k)
-        thread_list = check_names(threads, "threads", self.config.limits)
-        since_dt, until_dt = check_time(since, "since"), check_time(until, "until")
-        excluded = check_names(exclude, "exclude_message_ids", self.config.limits)
+        query, scope, k, thread_list, since_dt, until_dt, excluded = self._check_query(
+            query, scope, k, threads, since, until, exclude
+        )
         with self._lock:
             scope_id = self._store.scope_id(scope)
         if scope_id is None:

@@ -125,7 +125,7 @@ class ScopeIndex:
             cur = np.zeros(n, dtype=np.float64)
             if self.n_sentences:
                 owner = self.array("sent_msg")
-                starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+                starts = self.array("sent_starts")
                 sums = np.add.reduceat(vecs, starts, axis=0).astype(np.float64)
                 cur[owner[starts]] = np.linalg.norm(sums, axis=1)
         elif len(cur) < n:
@@ -141,7 +141,9 @@ class ScopeIndex:
     def array(self, name: str) -> np.ndarray:
         """A numpy copy of a per-turn column (cached until the next change).
 
-        ``session_codes`` is a derived column: a small int per (thread, session).
+        Derived columns: ``session_codes``, a small int per (thread, session);
+        ``sent_starts``, the first sentence row of each run of one turn's
+        sentences (rows are contiguous per turn), for segment reductions.
         """
         arr = self._np_cache.get(name)
         if arr is None:
@@ -151,6 +153,9 @@ class ScopeIndex:
                     [codes.setdefault((t, s), len(codes)) for t, s in zip(self.threads, self.sessions, strict=False)],
                     dtype=np.int64,
                 )
+            elif name == "sent_starts":
+                owner = self.array("sent_msg")
+                arr = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if owner.size else owner
             else:
                 arr = np.asarray(getattr(self, name))
             self._np_cache[name] = arr

