@@ -29,6 +29,8 @@ from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords, plan_a
 from .pyramid.vocabulary import apply_plan
 from .retrieval.index import ScopeIndex, load_scope_index
 from .retrieval.search import Ranked, Retriever, allowed_mask
+from .store.pgsql import redact
+from .store.postgres import PostgresStore, is_postgres_target, is_url
 from .store.schema import SCHEMA_VERSION
 from .store.sqlite import SQLiteStore
 from .types import AddResult, DeleteReceipt, Hit, MemoryVersion, Message, Stats
@@ -51,8 +53,10 @@ class Memory(AsyncMethods):
     """Long-term memory for LLM agents, embedded, with no server and no LLM needed.
 
     Args:
-        path: a directory for a durable store, or ``None`` to keep everything in
-            this process's memory (tests, scratch work).
+        path: a directory for a durable store, ``None`` to keep everything in
+            this process's memory (tests, scratch work), or a PostgreSQL store
+            shared by many hosts: a ``postgresql://`` URL or a
+            ``psycopg_pool.ConnectionPool`` (``pip install 'sgmem[postgres]'``).
         embedder: any :class:`sgmem.Embedder`; default all-MiniLM-L6-v2.
         llm: optional :class:`sgmem.LLM` for LLM-backed features.
         config: a :class:`sgmem.Config`; default ``Config()``.
@@ -67,7 +71,7 @@ class Memory(AsyncMethods):
 
     def __init__(
         self,
-        path: str | Path | None = None,
+        path: str | Path | Any | None = None,
         *,
         embedder: Embedder | None = None,
         llm: LLM | None = None,
@@ -77,15 +81,29 @@ class Memory(AsyncMethods):
             raise InvalidInputError("config", config, "a sgmem.Config or None")
         if embedder is not None and not all(hasattr(embedder, a) for a in ("embed", "name", "dim")):
             raise InvalidInputError("embedder", embedder, "an object with embed(texts), name and dim (sgmem.Embedder)")
-        if path is not None and not isinstance(path, (str, Path)):
-            raise InvalidInputError("path", path, "a directory path (str or pathlib.Path) or None")
+        shared = is_postgres_target(path)
+        if path is not None and not shared and not isinstance(path, (str, Path)):
+            raise InvalidInputError(
+                "path", path, "a directory path (str or pathlib.Path), a postgresql:// URL, a psycopg pool or None"
+            )
+        if not shared and is_url(path):  # a URL is never taken for a directory
+            raise InvalidInputError(
+                "path",
+                redact(str(path)),
+                "a directory, or a postgresql:// (or postgres://) URL: other URL schemes are not supported",
+            )
         if embedder is not None:
             check_embedder_identity(embedder)
         self.config = config or Config()
         self.embedder: Embedder = embedder or default_embedder()
         self.llm = llm
-        self.path = Path(path) if path is not None else None
-        self._store = SQLiteStore(self.path, busy_timeout_s=self.config.busy_timeout_s)
+        self.path = Path(path) if path is not None and not shared else None
+        self._store: SQLiteStore = (
+            PostgresStore(path, busy_timeout_s=self.config.busy_timeout_s)
+            if shared
+            else SQLiteStore(self.path, busy_timeout_s=self.config.busy_timeout_s)
+        )
+        self._where = getattr(self._store, "where", None) if shared else None
         try:
             self._store.bind_embedder(self.embedder.name, int(self.embedder.dim))
         except BaseException:
@@ -132,7 +150,7 @@ class Memory(AsyncMethods):
             raise SgmemError("this Memory is closed; create a new sgmem.Memory(path=...) to reopen the store.")
 
     def __repr__(self) -> str:
-        where = str(self.path) if self.path else "in-memory"
+        where = self._where or (str(self.path) if self.path else "in-memory")
         return f"Memory({where!r}, embedder={self.embedder.name!r})"
 
     # ----------------------------------------------------------------- index
@@ -611,7 +629,7 @@ class Memory(AsyncMethods):
                 if sid is not None
             )
         return Stats(
-            path=str(self.path) if self.path else None,
+            path=self._where or (str(self.path) if self.path else None),
             schema_version=SCHEMA_VERSION,
             embedder=self.embedder.name,
             dim=int(self.embedder.dim),

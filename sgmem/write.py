@@ -104,6 +104,7 @@ def delete_rows(
 ) -> dict[str, Any]:
     """Delete a scope's messages (all, a thread's, or ``ids``) and everything derived, in one transaction."""
     with store.write() as conn:
+        store.lock_scope(scope_id)  # PostgreSQL: other hosts' writers of this scope wait
         pending = derived.before_delete(conn, scope_id, thread, ids)
         counts = store.delete(scope_id, thread, ids)
         if counts["messages"]:

@@ -21,14 +21,46 @@ def embedder() -> sgmem.Embedder:
     return default_embedder()
 
 
+# --------------------------------------------------------------- backends
+# Tests marked ``both_backends`` (modules of backend-neutral core tests) run once on
+# the embedded SQLite store and once on PostgreSQL: their ``memory`` and
+# ``store_path`` fixtures become a fresh PostgreSQL schema (see tests/pg.py).
+_BACKEND_FIXTURES = {"memory", "sample_memory", "store_path"}  # each asks for ``backend``
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker("both_backends") is None:
+        return
+    if not _BACKEND_FIXTURES & set(metafunc.fixturenames):
+        return
+    metafunc.parametrize("backend", ["sqlite", "postgres"], indirect=True)
+
+
 @pytest.fixture
-def memory(embedder: sgmem.Embedder) -> Iterator[sgmem.Memory]:
-    """A fresh in-memory store."""
-    with sgmem.Memory(embedder=embedder) as mem:
+def backend(request: pytest.FixtureRequest) -> str:
+    """``"sqlite"`` unless the test is parametrized over both backends."""
+    return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture
+def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A URL to a fresh, empty schema on the test server (dropped afterwards); skips without a server."""
+    from tests.pg import fresh_schema
+
+    yield from fresh_schema(request)
+
+
+@pytest.fixture
+def memory(embedder: sgmem.Embedder, backend: str, request: pytest.FixtureRequest) -> Iterator[sgmem.Memory]:
+    """A fresh in-memory store (or a fresh PostgreSQL schema for ``both_backends`` tests)."""
+    target = request.getfixturevalue("pg_url") if backend == "postgres" else None
+    with sgmem.Memory(target, embedder=embedder) as mem:
         yield mem
 
 
 @pytest.fixture
-def store_path(tmp_path):  # type: ignore[no-untyped-def]
-    """A directory for a durable store."""
+def store_path(tmp_path, backend: str, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """A directory for a durable store (a PostgreSQL URL for ``both_backends`` tests)."""
+    if backend == "postgres":
+        return request.getfixturevalue("pg_url")
     return tmp_path / "store"

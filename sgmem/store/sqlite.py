@@ -256,6 +256,9 @@ class SQLiteStore:
         cur = self.conn.execute("INSERT INTO scopes (name) VALUES (?)", (name,))
         return int(cur.lastrowid)  # type: ignore[arg-type]
 
+    def lock_scope(self, scope_id: int) -> None:
+        """Serialise this write with the scope's other writers (``BEGIN IMMEDIATE`` already does)."""
+
     def generation(self, scope_id: int) -> int:
         """How many changes the scope has seen (caches compare against it)."""
         row = self.conn.execute("SELECT generation FROM scopes WHERE id = ?", (scope_id,)).fetchone()

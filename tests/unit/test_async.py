@@ -83,3 +83,7 @@ async def test_concurrent_async_calls_are_consistent(memory: sgmem.Memory) -> No
     assert all(r for r in results)
     stats = await memory.astats("s")
     assert stats.scopes[0].chronological_edges == 6 - 2  # two threads of three
+
+
+# backend-neutral: these run on SQLite and on PostgreSQL (tests/conftest.py)
+pytestmark = pytest.mark.both_backends

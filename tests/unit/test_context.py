@@ -161,3 +161,7 @@ def test_fit_dedups_candidates() -> None:
     t = _turns(["same turn"])[0]
     _, chosen = fit([t, t, t], 500)
     assert chosen == [t]
+
+
+# backend-neutral: these run on SQLite and on PostgreSQL (tests/conftest.py)
+pytestmark = pytest.mark.both_backends

@@ -101,13 +101,18 @@ def test_a_deleted_id_can_be_reused(sample_memory: sgmem.Memory) -> None:
 
 def _chain(path: Path, scope: str = "alice") -> set[tuple[str, str]]:
     """The stored chronological edges as (src id, dst id) pairs."""
+    sql = (
+        "SELECT a.ext_id, b.ext_id FROM turn_edges e JOIN messages a ON a.id = e.src JOIN messages b ON b.id = e.dst "
+        "JOIN scopes s ON s.id = e.scope_id WHERE s.name = ?"
+    )
+    if isinstance(path, str):  # the PostgreSQL backend: store_path is a URL
+        import psycopg
+
+        with psycopg.connect(path) as pg:
+            return {(a, b) for a, b in pg.execute(sql.replace("?", "%s"), (scope,)).fetchall()}
     con = sqlite3.connect(path / "sgmem.db")
     try:
-        rows = con.execute(
-            "SELECT a.ext_id, b.ext_id FROM turn_edges e JOIN messages a ON a.id = e.src JOIN messages b ON b.id = e.dst "
-            "JOIN scopes s ON s.id = e.scope_id WHERE s.name = ?",
-            (scope,),
-        ).fetchall()
+        rows = con.execute(sql, (scope,)).fetchall()
     finally:
         con.close()
     return {(a, b) for a, b in rows}
@@ -174,3 +179,7 @@ def test_an_empty_id_list_deletes_nothing(sample_memory: sgmem.Memory) -> None:
     assert sample_memory.delete(scope="alice", message_ids=[]) == sgmem.DeleteReceipt()
     assert sample_memory.delete(scope="alice", thread="no-such-thread") == sgmem.DeleteReceipt()
     assert sample_memory.stats() == before
+
+
+# backend-neutral: these run on SQLite and on PostgreSQL (tests/conftest.py)
+pytestmark = pytest.mark.both_backends

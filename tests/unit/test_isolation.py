@@ -107,3 +107,7 @@ def test_delete_never_touches_another_scope(embedder: sgmem.Embedder, store_path
         assert m.messages(scope="bob") == bob_msgs
         assert m.stats("bob") == bob_stats
         assert [h.message_ids for h in m.search("grey cat", scope="bob", k=10)] == bob_hits
+
+
+# backend-neutral: these run on SQLite and on PostgreSQL (tests/conftest.py)
+pytestmark = pytest.mark.both_backends

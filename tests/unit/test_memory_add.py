@@ -204,3 +204,7 @@ def test_token_counts_are_recorded(memory: sgmem.Memory) -> None:
     msgs = [dict(m) for m in CAT_THREAD]
     memory.add(msgs, scope="s", thread="t")
     assert memory.stats("s").scopes[0].tokens == sum(count_tokens(m["content"]) for m in msgs)
+
+
+# backend-neutral: these run on SQLite and on PostgreSQL (tests/conftest.py)
+pytestmark = pytest.mark.both_backends

@@ -55,3 +55,7 @@ def test_bad_exclusions_are_clear_errors(memory: sgmem.Memory, bad: object) -> N
         memory.search(QUERY, scope="alice", exclude_message_ids=bad)  # type: ignore[arg-type]
     with pytest.raises(sgmem.InvalidInputError, match="exclude_message_ids"):
         memory.context(QUERY, scope="alice", exclude_message_ids=bad)  # type: ignore[arg-type]
+
+
+# backend-neutral: these run on SQLite and on PostgreSQL (tests/conftest.py)
+pytestmark = pytest.mark.both_backends

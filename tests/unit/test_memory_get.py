@@ -47,3 +47,7 @@ def test_get_rejects_bad_ids(memory: sgmem.Memory, message_ids: object) -> None:
 async def test_aget_matches_get(memory: sgmem.Memory) -> None:
     add_sample(memory)
     assert await memory.aget(scope="alice", message_ids=["c1"]) == memory.get(scope="alice", message_ids=["c1"])
+
+
+# backend-neutral: these run on SQLite and on PostgreSQL (tests/conftest.py)
+pytestmark = pytest.mark.both_backends

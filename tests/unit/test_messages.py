@@ -99,9 +99,12 @@ def test_to_dict_round_trip_fields() -> None:
     assert m.metadata == {"k": 1}
 
 
-def test_stats_count_what_was_added(sample_memory: sgmem.Memory) -> None:
+def test_stats_count_what_was_added(sample_memory: sgmem.Memory, backend: str) -> None:
     stats = sample_memory.stats()
-    assert stats.path is None
+    if backend == "postgres":  # the server's URL (any password masked)
+        assert stats.path is not None and stats.path.startswith("postgresql://")
+    else:
+        assert stats.path is None
     assert stats.embedder == sample_memory.embedder.name
     assert stats.dim == sample_memory.embedder.dim
     assert stats.schema_version >= 1
@@ -110,3 +113,7 @@ def test_stats_count_what_was_added(sample_memory: sgmem.Memory) -> None:
     assert alice.messages == stats.messages == len(CAT_THREAD) + len(RUN_THREAD)
     assert alice.threads == 2
     assert alice.sentences == stats.sentences > 0
+
+
+# backend-neutral: these run on SQLite and on PostgreSQL (tests/conftest.py)
+pytestmark = pytest.mark.both_backends

@@ -274,3 +274,7 @@ def test_turn_cosines_from_sentence_cosines_equal_a_scan_of_the_turn_vectors(
         check(m)  # recomputed after the reload a delete causes
     with sgmem.Memory(tmp_path, embedder=embedder) as m:
         check(m)  # from the saved caches
+
+
+# backend-neutral: these run on SQLite and on PostgreSQL (tests/conftest.py)
+pytestmark = pytest.mark.both_backends

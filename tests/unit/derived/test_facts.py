@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from collections import Counter
 from datetime import datetime, timezone
 
@@ -126,3 +128,7 @@ def test_without_an_llm_the_default_gate_is_the_portable_one_and_with_one_it_is_
         mem.add(msgs, scope="s", thread="t", at=DAY)
         g = mem.stats("s").scopes[0].gate
     assert g["mode"] == "adaptive" and "tau_noop" not in g
+
+
+# backend-neutral: these run on SQLite and on PostgreSQL (tests/conftest.py)
+pytestmark = pytest.mark.both_backends

@@ -120,3 +120,7 @@ def test_a_rule_merged_fact_gets_the_configured_vector(bag: sgmem.Embedder, how:
     expected = bag.embed([fact.text])[0] if how == "embed" else (va + vb) / np.linalg.norm(va + vb)
     assert np.allclose(state.vectors[0], expected, atol=1e-5)
     assert r.embedded == (1 if how == "embed" else 0) + 1  # + the new sentence itself
+
+
+# backend-neutral: these run on SQLite and on PostgreSQL (tests/conftest.py)
+pytestmark = pytest.mark.both_backends

@@ -81,3 +81,7 @@ def test_context_adds_dated_generated_memory_within_the_exact_budget(bag: sgmem.
         assert "- 2024-03-01: Alice: I adopted a grey cat named Miso last spring." in block
         for budget in (30, 60, 120, 400):
             assert count_tokens(rich.context("Tell me about the cat", scope="a", budget_tokens=budget)) <= budget
+
+
+# backend-neutral: these run on SQLite and on PostgreSQL (tests/conftest.py)
+pytestmark = pytest.mark.both_backends

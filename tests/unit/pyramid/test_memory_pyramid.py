@@ -177,3 +177,7 @@ def test_by_default_an_llm_is_not_asked_for_keywords_at_write_time(embedder: sgm
         hits = mem.search("Berlin marathon", scope="alice", k=2, mode="pyramid")
         assert hits[0].message_ids[0] in RUN_IDS
         assert hits[0].why["pyramid"]["selection"] == "llm"  # queries still use the model
+
+
+# backend-neutral: these run on SQLite and on PostgreSQL (tests/conftest.py)
+pytestmark = pytest.mark.both_backends

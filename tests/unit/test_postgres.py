@@ -1,0 +1,113 @@
+"""The PostgreSQL store's own behaviour: URLs, pools, migrations, errors, deleted rows gone.
+
+The backend-neutral behaviour (add, search, context, delete, isolation...) is
+covered by the ``both_backends`` modules; these need a server (tests/pg.py).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import sgmem
+from sgmem.store.pgsql import to_pg
+
+from .helpers import CAT_THREAD, DAY1, HashEmbedder
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def fake() -> HashEmbedder:
+    return HashEmbedder()
+
+
+def _rows(url: str, sql: str, args: tuple = ()) -> list[tuple]:
+    import psycopg
+
+    with psycopg.connect(url) as c:
+        return c.execute(sql, args).fetchall()
+
+
+def test_a_url_is_never_taken_for_a_directory(tmp_path: Path, fake: HashEmbedder, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(sgmem.StoreError, match="could not connect"):
+        sgmem.Memory("postgresql://nobody@127.0.0.1:1/nowhere", embedder=fake)
+    with pytest.raises(sgmem.InvalidInputError, match="postgresql://"):
+        sgmem.Memory("mysql://user:secret@host/db", embedder=fake)
+    assert os.listdir(tmp_path) == [], "no directory named after the URL was created"
+
+
+def test_a_password_never_shows_in_errors() -> None:
+    with pytest.raises(sgmem.StoreError) as err:
+        sgmem.Memory("postgresql://me:hunter2@127.0.0.1:1/db", embedder=HashEmbedder())
+    assert "hunter2" not in str(err.value) and "***" in str(err.value)
+
+
+def test_sqlite_dialect_is_translated() -> None:
+    sql, returns = to_pg("INSERT OR IGNORE INTO t (a, end) VALUES (?, ?)", frozenset({"t"}))
+    assert sql == 'INSERT INTO t (a, "end") VALUES (%s, %s) ON CONFLICT DO NOTHING RETURNING id' and returns
+    sql, _ = to_pg("INSERT OR REPLACE INTO s (a, b) VALUES (?, 'x')")
+    assert sql.endswith("ON CONFLICT ON CONSTRAINT s_pkey DO UPDATE SET a = EXCLUDED.a, b = EXCLUDED.b")
+    sql, _ = to_pg("INSERT INTO u (k, n) VALUES (?, ?) ON CONFLICT(k) DO UPDATE SET n = n + excluded.n")
+    assert sql.endswith("SET n = u.n + excluded.n")
+    assert to_pg("SELECT CASE WHEN a LIKE '5%' THEN 1 END FROM t WHERE b = '?'")[0] == (
+        "SELECT CASE WHEN a LIKE '5%%' THEN 1 END FROM t WHERE b = '?'"
+    )
+
+
+def test_reopen_and_pool(pg_url: str, fake: HashEmbedder) -> None:
+    from psycopg_pool import ConnectionPool
+
+    with sgmem.Memory(pg_url, embedder=fake) as mem:
+        mem.add([dict(m) for m in CAT_THREAD], scope="alice", thread="chat-1", at=DAY1)
+        first = [h.message_ids for h in mem.search("cat", scope="alice", k=3)]
+    with ConnectionPool(pg_url, min_size=1, max_size=2, open=True) as pool:
+        with sgmem.Memory(pool, embedder=fake) as mem:
+            assert [h.message_ids for h in mem.search("cat", scope="alice", k=3)] == first
+            assert len(mem.messages(scope="alice")) == len(CAT_THREAD)
+        assert pool.get_stats().get("pool_available", 1) >= 1, "the connection went back to the pool"
+
+
+def test_a_newer_schema_is_refused(pg_url: str, fake: HashEmbedder) -> None:
+    with sgmem.Memory(pg_url, embedder=fake):
+        pass
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as c:
+        c.execute("INSERT INTO migrations (name, applied_at) VALUES ('9999_from_the_future', 'now')")
+    with pytest.raises(sgmem.SchemaVersionError, match="newer sgmem"):
+        sgmem.Memory(pg_url, embedder=fake)
+
+
+def test_another_embedder_is_refused(pg_url: str, fake: HashEmbedder, embedder: sgmem.Embedder) -> None:
+    with sgmem.Memory(pg_url, embedder=fake):
+        pass
+    with pytest.raises(sgmem.EmbedderMismatchError):
+        sgmem.Memory(pg_url, embedder=embedder)
+
+
+def test_deleted_rows_are_gone_from_every_table(pg_url: str, fake: HashEmbedder) -> None:
+    with sgmem.Memory(pg_url, embedder=fake) as mem:
+        mem.add([dict(m) for m in CAT_THREAD], scope="alice", thread="chat-1", at=DAY1)
+        mem.add([{"role": "user", "content": "Bob keeps bees."}], scope="bob", thread="b", at=DAY1)
+        receipt = mem.delete(scope="alice")
+        assert receipt.messages == len(CAT_THREAD)
+    tables = [
+        r[0]
+        for r in _rows(
+            pg_url,
+            "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND column_name = 'scope_id'",
+        )
+    ]
+    assert {"messages", "sentences", "derived", "keyword_postings"} <= set(tables)
+    (alice,) = _rows(pg_url, "SELECT COUNT(*) FROM scopes WHERE name = 'alice'")
+    assert alice == (0,)
+    for t in tables:  # no soft delete: only bob's rows are left anywhere
+        left = _rows(pg_url, f'SELECT COUNT(*) FROM "{t}" WHERE scope_id NOT IN (SELECT id FROM scopes)')
+        assert left == [(0,)], t
+    texts = _rows(pg_url, "SELECT content FROM messages")
+    assert texts == [("Bob keeps bees.",)]
