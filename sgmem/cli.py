@@ -24,6 +24,12 @@ __all__ = ["main"]
 DEFAULT_PATH = ".sgmem"
 
 
+def redact(url: str) -> str:
+    from .store.pgsql import redact as _redact
+
+    return _redact(url)
+
+
 def _default_path() -> str:
     return os.environ.get("SGMEM_PATH", DEFAULT_PATH)
 
@@ -59,7 +65,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     data = json.loads(resources.files("sgmem").joinpath("data/demo.json").read_text(encoding="utf-8"))
     scope = data["scope"]
     path = args.path
-    print(f"sgmem demo — store: {Path(path).resolve()} (SQLite + FAISS, no server, no API key)")
+    where = redact(path) if "://" in path else f"{Path(path).resolve()} (SQLite + FAISS, no server, no API key)"
+    print(f"sgmem demo — store: {where}")
     t0 = time.perf_counter()
     with _memory(path) as mem:
         mem.delete(scope=scope)  # the demo starts from a clean scope each run
@@ -173,7 +180,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             res = mem.add(msgs, scope=args.scope, thread=thread)
             total += res.messages
             print(f"{thread}: {res.messages} messages, {res.sentences} sentences, {res.edges} edges")
-        print(f"ingested {total} messages into scope {args.scope!r} at {args.path}")
+        print(f"ingested {total} messages into scope {args.scope!r} at {redact(str(args.path))}")
     return 0
 
 
@@ -284,6 +291,12 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument(
             "--path", default=default or _default_path(), help="store directory (default $SGMEM_PATH or ./.sgmem)"
         )
+        sp.add_argument(
+            "--store",
+            default=os.environ.get("SGMEM_STORE") or None,
+            metavar="URL",
+            help="a shared PostgreSQL store, postgresql://user@host/db (default $SGMEM_STORE); overrides --path",
+        )
 
     d = sub.add_parser("demo", help="ingest a bundled sample conversation and run searches")
     with_path(d, default=os.environ.get("SGMEM_PATH", ".sgmem-demo"))
@@ -348,6 +361,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sgmem`` command."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args = build_parser().parse_args(argv)
+    if getattr(args, "store", None):
+        args.path = args.store  # sgmem.Memory takes a directory or a postgresql:// URL
     try:
         return int(args.func(args))
     except SgmemError as exc:

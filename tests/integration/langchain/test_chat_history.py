@@ -16,7 +16,7 @@ from langchain_sgmem import SGMemChatMessageHistory
 
 from .conftest import RecordingChatModel
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.both_backends]  # both: SQLite and PostgreSQL
 
 
 def test_add_replay_and_clear_one_thread(memory: sgmem.Memory) -> None:

@@ -16,7 +16,7 @@ from langchain_sgmem import SGMemMiddleware
 
 from .conftest import RecordingChatModel
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.both_backends]  # both: SQLite and PostgreSQL
 
 FACT = "I adopted a grey cat named Miso last spring."
 QUESTION = "What is my cat called?"

@@ -15,7 +15,7 @@ import sgmem
 from langchain_sgmem import SGMemChatMessageHistory, SGMemRetriever, SGMemStore
 from langchain_sgmem.store import STORE_THREAD
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.both_backends]  # both: SQLite and PostgreSQL
 
 ALICE = ("users", "alice")
 

@@ -15,7 +15,7 @@ from sgmem.text import count_tokens
 
 from .helpers import FACT, QUESTION, SECRET, SlowEmbedder, assistant, user
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.both_backends]  # both: SQLite and PostgreSQL
 
 CHAT = [
     user("Hi, I just moved to Lisbon."),

@@ -14,7 +14,7 @@ from llama_index_sgmem import SGMemRetriever
 
 from .helpers import FACT, QUESTION, SECRET, rendered
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.both_backends]  # both: SQLite and PostgreSQL
 
 MONDAY = datetime(2024, 3, 4, 9, 30, tzinfo=timezone.utc)
 CAT = [
