@@ -25,7 +25,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-PARTS = ("quality", "speed", "write", "gate")
+PARTS = ("quality", "speed", "write", "gate", "postgres")
 HERE = Path(__file__).resolve().parent
 
 
@@ -49,6 +49,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scratch", default=str(HERE / "out"), help="scratch output (raw JSON results)")
     p.add_argument("--in-process", action="store_true", help="speed: no child processes (approximate RSS)")
     p.add_argument("--smoke", action="store_true", help="toy sizes everywhere (about a minute)")
+    p.add_argument("--pg-url", default=os.environ.get("SGMEM_BENCH_PG_URL") or os.environ.get("SGMEM_TEST_PG_URL"),
+                   help="postgres: a PostgreSQL server (skipped with a message when none answers)")
+    p.add_argument("--pgvector-url", default=os.environ.get("SGMEM_BENCH_PGVECTOR_URL"),
+                   help="postgres: a server with pgvector for LangGraph's PostgresStore (the peer)")
     return p
 
 
@@ -202,6 +206,18 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.copy(png, plots / "gate_trace.png")
                 images.append(plots / "gate_trace.png")
                 sections += [f"![gate trace]({_rel(plots / 'gate_trace.png', results_path.parent)})", ""]
+
+    if "postgres" in args.only:
+        from benchmarks import postgres as pg
+
+        path = Path(args.locomo) if args.locomo else default_locomo_path()
+        say("postgres: agreement with the embedded store, throughput, LangGraph PostgresStore")
+        text = pg.run_part(args.pg_url, args.pgvector_url, path, shared_embedder,
+                           max_questions=10 if args.smoke else args.max_questions, adds=2 if args.smoke else 20,
+                           writers=(1, 2) if args.smoke else (1, 2, 4))
+        if embedder is not None:
+            embedder.save()
+        sections += ["## PostgreSQL store: many hosts, one truth", "", text, ""]
 
     head = [
         "# sgmem benchmarks",

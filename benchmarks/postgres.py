@@ -273,6 +273,27 @@ def render(agree: dict[str, Any] | None, tput: list[dict[str, Any]] | None, peer
     return "\n".join(lines)
 
 
+def run_part(url: str | None, vector_url: str | None, locomo: Path, embedder: Any,
+             max_questions: int | None = None, adds: int = 20, writers: tuple[int, ...] = (1, 2, 4)) -> str:
+    """The ``postgres`` part of ``python -m benchmarks``: its Markdown, or why it was skipped.
+
+    ``embedder`` is a callable returning the (cached MiniLM) embedder, so nothing loads when skipped.
+    """
+    why = reachable(url)
+    if why:
+        msg = f"Not run: {why}."
+        print(f"PostgreSQL benchmark skipped: {why}", file=sys.stderr)
+        return msg
+    assert url is not None
+    agree = agreement(url, locomo, embedder(), 0, max_questions) if locomo.exists() else None
+    vwhy = reachable(vector_url)
+    peer = None if vwhy or not locomo.exists() else langgraph_peer(str(vector_url), locomo, embedder(), 0, max_questions)
+    text = render(agree, throughput(url, writers, adds=adds), peer)
+    if vwhy:
+        text += f"\n\nLangGraph `PostgresStore` peer not run: {vwhy} (it needs pgvector; pass --pgvector-url)."
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.postgres", description=(__doc__ or "").splitlines()[0])
     p.add_argument("--url", default=os.environ.get("SGMEM_BENCH_PG_URL") or os.environ.get("SGMEM_TEST_PG_URL"))

@@ -172,7 +172,7 @@ def test_one_command_writes_results_and_plots(locomo_file: Path, tmp_path: Path,
             "--queries", "2"]
     assert main(argv) == 0
     text = results.read_text(encoding="utf-8")
-    for heading in ("## Summary", "## Quality", "## Speed and scale", "## Write cost", "## Novelty gate"):
+    for heading in ("## Summary", "## Quality", "## Speed and scale", "## Write cost", "## Novelty gate", "## PostgreSQL"):
         assert heading in text
     assert "sgmem default (no LLM: binary" in text and "trace plot:" not in text
     assert "Command: `python -m benchmarks --smoke" in text and "Machine:" in text
