@@ -112,6 +112,7 @@ class PostgresStore(SQLiteStore):
                 raw = self._pool.getconn()
                 if raw.info.transaction_status != 0:  # a pool hands out idle connections; be sure
                     raw.rollback()
+                self._pool_autocommit = raw.autocommit  # given back as it was lent
                 raw.autocommit = True
             else:
                 raw = self._psycopg.connect(str(self._url), autocommit=True, connect_timeout=10)
@@ -136,6 +137,7 @@ class PostgresStore(SQLiteStore):
             self.conn.raw = self._raw
 
     _closed_by_user = False
+    _pool_autocommit = False
 
     def _migrate(self) -> None:
         with self.write() as conn:
@@ -317,6 +319,9 @@ class PostgresStore(SQLiteStore):
                 if self._pool is not None:
                     if raw.info.transaction_status != 0:
                         raw.rollback()
+                    raw.execute("RESET lock_timeout")
+                    raw.execute("RESET client_min_messages")
+                    raw.autocommit = self._pool_autocommit
                     self._pool.putconn(raw)
                 else:
                     raw.close()
