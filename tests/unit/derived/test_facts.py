@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 from collections import Counter
 from datetime import datetime, timezone
+
+import pytest
 
 import sgmem
 from sgmem.derived.config import DerivedConfig
