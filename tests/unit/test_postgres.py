@@ -131,3 +131,16 @@ def test_a_writer_held_up_by_another_host_gets_store_busy_error_and_stores_nothi
         assert [m.id for m in mem.messages(scope="s")] == ["m0"]
         mem.add({"role": "user", "content": "after the lock", "id": "m1"}, scope="s", thread="t")
         assert [m.id for m in mem.messages(scope="s")] == ["m0", "m1"]
+
+
+def test_cli_takes_a_store_url(pg_url: str, fake: HashEmbedder, capsys: pytest.CaptureFixture[str], monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from sgmem import cli
+
+    monkeypatch.setattr(cli, "_memory", lambda path: sgmem.Memory(path, embedder=fake))
+    with sgmem.Memory(pg_url, embedder=fake) as mem:
+        mem.add([dict(m) for m in CAT_THREAD], scope="alice", thread="chat-1", at=DAY1)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["stats", "--store", pg_url]) == 0
+    out = capsys.readouterr().out
+    assert "alice" in out and f"{len(CAT_THREAD)} messages" in out
+    assert os.listdir(tmp_path) == [], "--store never falls back to a local directory"
