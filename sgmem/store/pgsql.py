@@ -139,6 +139,25 @@ def _params(parameters: Any) -> Any:
     return tuple(int(p) if isinstance(p, bool) else p for p in parameters)
 
 
+class _NoRows:
+    """The result of a statement that does nothing on PostgreSQL."""
+
+    rowcount = 0
+    description = None
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(())
+
+    def fetchone(self) -> Any:
+        return None
+
+    def fetchall(self) -> list[Any]:
+        return []
+
+    def fetchmany(self, size: int = 1) -> list[Any]:
+        return []
+
+
 class PgCursor:
     """A psycopg cursor with SQLite's ``lastrowid`` and translated fetch errors."""
 
@@ -206,6 +225,8 @@ class PgConn:
         return bool(self.raw.info.transaction_status != TransactionStatus.IDLE)
 
     def execute(self, sql: str, parameters: Any = ()) -> PgCursor:
+        if sql.lstrip()[:6].upper() == "PRAGMA":  # SQLite's file settings mean nothing here: no rows
+            return PgCursor(_NoRows(), self, None)
         query, returns_id = to_pg(sql, self.id_tables)
         try:
             cur = self.raw.execute(query, _params(parameters), prepare=False)

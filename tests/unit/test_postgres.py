@@ -58,6 +58,14 @@ def test_sqlite_dialect_is_translated() -> None:
     )
 
 
+def test_sqlite_pragmas_are_no_ops(pg_url: str, fake: HashEmbedder) -> None:
+    """A SQLite-only statement in shared code (e.g. a WAL checkpoint) does nothing on PostgreSQL."""
+    with sgmem.Memory(pg_url, embedder=fake) as mem:
+        conn = mem._store.conn
+        assert conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone() is None
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
 def test_reopen_and_pool(pg_url: str, fake: HashEmbedder) -> None:
     from psycopg_pool import ConnectionPool
 
