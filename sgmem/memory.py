@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 from collections.abc import Iterable, Sequence
@@ -92,6 +93,7 @@ class Memory(AsyncMethods):
         self._indexes: dict[int, ScopeIndex] = {}
         self._lock = threading.RLock()
         self._closed = False
+        self._unscrubbed = False  # a delete's checkpoint could not complete yet (see scrub())
         # generated memory (facts, summaries, insights) and the SAGE novelty gate
         self._derived = DerivedEngine(self._store, self.embedder, self.config, self.llm)
 
@@ -119,6 +121,9 @@ class Memory(AsyncMethods):
                                 idx.save(self._cache_dir)
                 except Exception:  # noqa: BLE001 - caches are optional; SQLite holds the truth
                     pass
+            if self._unscrubbed:
+                with contextlib.suppress(Exception):
+                    self._store.scrub(timeout_s=1.0)
             self._indexes.clear()
             self._store.close()
 
@@ -240,7 +245,8 @@ class Memory(AsyncMethods):
                 tidy_scope(self._store, scope_id, bool(counts["messages"]))
             if counts["messages"] and applied is None:
                 self._indexes.pop(scope_id, None)
-            return finish_add(self, p, applied, DeleteReceipt(**counts))
+            scrubbed = self._scrub() if counts["messages"] or self._unscrubbed else True
+            return finish_add(self, p, applied, DeleteReceipt(**counts, scrubbed=scrubbed))
 
     # ------------------------------------------------------------------- read
     def _ranked(
@@ -558,7 +564,26 @@ class Memory(AsyncMethods):
             counts = delete_rows(self._store, self._derived, self._cache_dir, scope_id, thread, ids)
             if counts["messages"]:
                 self._indexes.pop(scope_id, None)
-        return DeleteReceipt(**counts)
+            scrubbed = self._scrub() if counts["messages"] or self._unscrubbed else True
+        return DeleteReceipt(**counts, scrubbed=scrubbed)
+
+    def scrub(self, timeout_s: float | None = None) -> bool:
+        """Make sure deleted text has left every file of the store; True once it has.
+
+        :meth:`delete` and :meth:`replace` do this before they return; it can
+        only be left undone when another connection (another process) keeps
+        reading an older snapshot of the store for longer than
+        ``Config.busy_timeout_s`` (``DeleteReceipt.scrubbed`` is then False).
+        This waits for such readers up to ``timeout_s`` (default ``busy_timeout_s``).
+        """
+        self._check_open()
+        with self._lock:
+            return self._scrub(timeout_s)
+
+    def _scrub(self, timeout_s: float | None = None) -> bool:
+        """Checkpoint and empty the WAL, which keeps older copies of deleted pages (see :meth:`SQLiteStore.scrub`)."""
+        self._unscrubbed = not self._store.scrub(timeout_s)
+        return not self._unscrubbed
 
     # ------------------------------------------------------------------ stats
     def stats(self, scope: str | None = None) -> Stats:

@@ -130,6 +130,13 @@ class DeleteReceipt:
     ``derived`` counts generated memories (facts, summaries, insights) deleted
     because every message they came from went; ``derived_revised`` those that
     lost some of their sources and were reverted or recomputed.
+
+    ``scrubbed`` is True when no file of the store holds the deleted text any
+    more (checked before the call returned). False only when another
+    connection kept reading an older snapshot for longer than
+    ``Config.busy_timeout_s``: the text is gone from every query but older
+    copies of its pages are still in the write-ahead log; call
+    :meth:`sgmem.Memory.scrub` to finish (the next delete and ``close`` retry too).
     """
 
     messages: int = 0
@@ -139,6 +146,7 @@ class DeleteReceipt:
     threads: tuple[str, ...] = ()
     derived: int = 0
     derived_revised: int = 0
+    scrubbed: bool = True
 
     @property
     def total(self) -> int:

@@ -239,6 +239,42 @@ class SQLiteStore:
                 with contextlib.suppress(sqlite3.Error):
                     self.conn.execute("COMMIT")
 
+    def scrub(self, timeout_s: float | None = None) -> bool:
+        """Copy the WAL into the database file and truncate it; True once done (or nothing to do).
+
+        Deleted rows are overwritten in the database (``secure_delete``), but
+        the WAL keeps the older copies of their pages until a checkpoint; a
+        ``TRUNCATE`` checkpoint rewrites those pages in the database and
+        empties the WAL, so no file holds the deleted content any more. It
+        waits for readers of other connections that still use an older
+        snapshot (each may hold those pages) up to ``timeout_s`` (default
+        ``busy_timeout_s``) and returns False if one still does.
+        """
+        if self.dir is None:
+            return True  # an in-memory store writes no file
+        timeout = self._busy_timeout_s if timeout_s is None else timeout_s
+        with self._lock:
+            deadline = time.monotonic() + timeout
+            delay = 0.01
+            self._raw.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            try:
+                while True:
+                    try:
+                        busy = self._raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                    except sqlite3.OperationalError as exc:
+                        if not is_locked(exc):
+                            raise self.conn.translate(exc) from exc
+                        busy = 1  # another connection is checkpointing: try again
+                    if not busy:
+                        return True
+                    if time.monotonic() >= deadline:
+                        return False
+                    time.sleep(delay * (1 + random.random()))
+                    delay = min(delay * 2, 0.5)
+            finally:
+                with contextlib.suppress(sqlite3.Error):
+                    self._raw.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
+
     def close(self) -> None:
         """Close the connection (idempotent)."""
         with self._lock:
