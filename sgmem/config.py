@@ -243,6 +243,11 @@ class Config:
         context_turn_tokens: [D] in :meth:`Memory.context`, a turn longer than
             this keeps only its sentences closest to the query (marked "…"), so
             the budget holds more distinct memories; 0 keeps turns whole.
+        cache_bytes: [D] memory for per-scope caches (each touched scope's
+            retrieval index and derived-memory state, estimated in bytes);
+            past it the least recently used scopes are dropped and rebuilt
+            from the store when touched again. A quarter of it (at least 1,000
+            words) bounds the cache of keyword embeddings. Default 256 MiB.
     """
 
     default_mode: str = "hybrid"
@@ -257,6 +262,7 @@ class Config:
     busy_timeout_s: float = 30.0
     session_by_day: bool = True
     context_turn_tokens: int = 40
+    cache_bytes: int = 256 * 1024 * 1024
 
     def __post_init__(self) -> None:
         _check(self.default_mode in MODES, "Config.default_mode", self.default_mode, f"one of {MODES}")
@@ -271,6 +277,12 @@ class Config:
             "Config.busy_timeout_s",
             self.busy_timeout_s,
             "a positive number of seconds",
+        )
+        _check(
+            _is_int(self.cache_bytes) and self.cache_bytes >= 0,
+            "Config.cache_bytes",
+            self.cache_bytes,
+            "an int >= 0 (bytes of per-scope caches; 0 keeps only the scope in use)",
         )
         for name in ("speaker_prefix", "session_by_day"):
             _check(isinstance(getattr(self, name), bool), f"Config.{name}", getattr(self, name), "True or False")

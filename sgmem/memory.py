@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .aio import AsyncMethods
+from .cache import ByteLRU, CacheView
 from .config import Config
 from .context import ContextTurn, digest_turn
 from .derived.context import fit_with_derived
@@ -89,13 +90,17 @@ class Memory(AsyncMethods):
             raise
         self._cache_dir = self.path / "faiss" if self.path is not None else None
         self._retriever = Retriever(self.config)
-        self._words = WordVectors(self.embedder)  # keyword embeddings (MGRetrieval vocabulary)
-        self._indexes: dict[int, ScopeIndex] = {}
+        word_bytes = int(self.embedder.dim) * 4 + 200
+        # keyword embeddings (MGRetrieval vocabulary), bounded by a quarter of the cache budget
+        self._words = WordVectors(self.embedder, capacity=max(1000, self.config.cache_bytes // 4 // word_bytes))
+        # per-scope caches (retrieval indexes here, derived-memory state in the engine): one LRU, one budget
+        self._caches = ByteLRU(self.config.cache_bytes)
+        self._indexes = CacheView(self._caches, "index")
         self._lock = threading.RLock()
         self._closed = False
         self._unscrubbed = False  # a delete's checkpoint could not complete yet (see scrub())
         # generated memory (facts, summaries, insights) and the SAGE novelty gate
-        self._derived = DerivedEngine(self._store, self.embedder, self.config, self.llm)
+        self._derived = DerivedEngine(self._store, self.embedder, self.config, self.llm, self._caches)
 
     # ------------------------------------------------------------- lifecycle
     def __enter__(self) -> Memory:
@@ -124,7 +129,7 @@ class Memory(AsyncMethods):
             if self._unscrubbed:
                 with contextlib.suppress(Exception):
                     self._store.scrub(timeout_s=1.0)
-            self._indexes.clear()
+            self._caches.clear()
             self._store.close()
 
     def _check_open(self) -> None:
@@ -143,7 +148,7 @@ class Memory(AsyncMethods):
             idx = self._indexes.get(scope_id)
             if idx is None or idx.generation != gen:
                 idx = load_scope_index(self._store, scope_id, int(self.embedder.dim), self._cache_dir)
-                self._indexes[scope_id] = idx
+                self._indexes.put(scope_id, idx)
             return idx
 
     def _embed_query(self, query: str) -> np.ndarray:

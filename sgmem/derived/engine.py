@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cache import ByteLRU, CacheView
 from ..config import Config
 from ..embed.base import Embedder, check_embeddings
 from ..gate.approx import IVFScorer
@@ -112,7 +113,9 @@ class Applied:
 class DerivedEngine:
     """Generated memory and its novelty gate for one :class:`sgmem.Memory`."""
 
-    def __init__(self, store: SQLiteStore, embedder: Embedder, config: Config, llm: Any) -> None:
+    def __init__(
+        self, store: SQLiteStore, embedder: Embedder, config: Config, llm: Any, caches: ByteLRU | None = None
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.config = config
@@ -120,7 +123,8 @@ class DerivedEngine:
         self.llm = llm
         self.gate = NoveltyGate(config.gate.resolved(self._use_llm("merge")))
         self.dim = int(embedder.dim)
-        self._caches: dict[int, ScopeCache] = {}
+        # per-scope state, in the Memory's byte-bounded LRU (Config.cache_bytes) shared with its indexes
+        self._caches = CacheView(caches if caches is not None else ByteLRU(config.cache_bytes), "derived")
         self._lock = threading.RLock()  # guards the caches (and their shared IVF index)
 
     # ------------------------------------------------------------------ utils
