@@ -1,7 +1,8 @@
 """The full benchmark suite in one command: ``python -m benchmarks``.
 
 Runs quality on LoCoMo (:mod:`benchmarks.quality`), speed and scale
-(:mod:`benchmarks.speed`) and write cost (:mod:`benchmarks.write_cost`), each
+(:mod:`benchmarks.speed`), write cost (:mod:`benchmarks.write_cost`) and memory
+and disk with many small scopes (:mod:`benchmarks.scopes`), each
 against its baselines in the same run, and writes ``benchmarks/RESULTS.md``
 with the PNG plots under ``benchmarks/plots/``. Scratch output (embedding
 cache, raw JSON, temporary stores) goes to ``benchmarks/out/``.
@@ -25,7 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-PARTS = ("quality", "speed", "write", "gate", "postgres")
+PARTS = ("quality", "speed", "write", "gate", "postgres", "scopes")
 HERE = Path(__file__).resolve().parent
 
 
@@ -43,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--real-embed-max", type=int, default=10_000, help="largest size embedded for real")
     p.add_argument("--turns", type=int, default=1000, help="write cost: turns written")
     p.add_argument("--write-locomo", action="store_true", help="write cost: take the turns from the LoCoMo file")
+    p.add_argument("--scopes", type=int, default=10_000, help="scopes: how many small scopes (5 messages each)")
     p.add_argument("--cache", default=str(HERE / "out" / "cache"), help="embedding cache directory")
     p.add_argument("--results", default=str(HERE / "RESULTS.md"), help="where RESULTS.md goes")
     p.add_argument("--plots", default=str(HERE / "plots"), help="where the PNG plots go")
@@ -65,6 +67,7 @@ def _smoke(args: argparse.Namespace) -> None:
     args.limit = args.limit or 1
     args.max_questions = args.max_questions or 5
     args.in_process = True
+    args.scopes = min(args.scopes, 30)
 
 
 def _rel(path: Path, start: Path) -> str:
@@ -218,6 +221,13 @@ def main(argv: list[str] | None = None) -> int:
         if embedder is not None:
             embedder.save()
         sections += ["## PostgreSQL store: many hosts, one truth", "", text, ""]
+    if "scopes" in args.only:
+        from benchmarks import scopes as sc
+
+        say(f"scopes: {args.scopes} scopes")
+        many = sc.run_scopes(args.scopes, scratch=out_dir, progress=say)
+        (out_dir / "scopes.json").write_text(json.dumps(many, indent=1), encoding="utf-8")
+        sections += ["## Many scopes: memory and disk", "", sc.render(many), ""]
 
     head = [
         "# sgmem benchmarks",

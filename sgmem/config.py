@@ -246,6 +246,11 @@ class Config:
         pg_vector_index: [D] PostgreSQL stores with pgvector: ``"hnsw"`` builds an
             HNSW index (cosine) on the stored vectors; ``"none"`` (default) keeps
             nearest-neighbour queries exact (``<=>`` over the scope's rows).
+        cache_bytes: [D] memory for per-scope caches (each touched scope's
+            retrieval index and derived-memory state, estimated in bytes);
+            past it the least recently used scopes are dropped and rebuilt
+            from the store when touched again. A quarter of it (at least 1,000
+            words) bounds the cache of keyword embeddings. Default 256 MiB.
     """
 
     default_mode: str = "hybrid"
@@ -261,6 +266,7 @@ class Config:
     session_by_day: bool = True
     context_turn_tokens: int = 40
     pg_vector_index: str = "none"
+    cache_bytes: int = 256 * 1024 * 1024
 
     def __post_init__(self) -> None:
         _check(self.pg_vector_index in ("none", "hnsw"), "Config.pg_vector_index", self.pg_vector_index, "'none' or 'hnsw'")
@@ -276,6 +282,12 @@ class Config:
             "Config.busy_timeout_s",
             self.busy_timeout_s,
             "a positive number of seconds",
+        )
+        _check(
+            _is_int(self.cache_bytes) and self.cache_bytes >= 0,
+            "Config.cache_bytes",
+            self.cache_bytes,
+            "an int >= 0 (bytes of per-scope caches; 0 keeps only the scope in use)",
         )
         for name in ("speaker_prefix", "session_by_day"):
             _check(isinstance(getattr(self, name), bool), f"Config.{name}", getattr(self, name), "True or False")

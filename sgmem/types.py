@@ -100,6 +100,8 @@ class AddResult:
         llm_ms: milliseconds spent waiting for the LLM.
         llm_fallbacks: calls whose output was unusable, so the LLM-free rule
             was applied instead.
+        replaced: for :meth:`sgmem.Memory.replace`, what the same transaction
+            deleted first (``None`` for a plain add).
     """
 
     message_ids: tuple[str, ...]
@@ -118,6 +120,7 @@ class AddResult:
     llm_completion_tokens: int = 0
     llm_ms: float = 0.0
     llm_fallbacks: int = 0
+    replaced: DeleteReceipt | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,13 @@ class DeleteReceipt:
     ``derived`` counts generated memories (facts, summaries, insights) deleted
     because every message they came from went; ``derived_revised`` those that
     lost some of their sources and were reverted or recomputed.
+
+    ``scrubbed`` is True when no file of the store holds the deleted text any
+    more (checked before the call returned). False only when another
+    connection kept reading an older snapshot for longer than
+    ``Config.busy_timeout_s``: the text is gone from every query but older
+    copies of its pages are still in the write-ahead log; call
+    :meth:`sgmem.Memory.scrub` to finish (the next delete and ``close`` retry too).
     """
 
     messages: int = 0
@@ -136,6 +146,7 @@ class DeleteReceipt:
     threads: tuple[str, ...] = ()
     derived: int = 0
     derived_revised: int = 0
+    scrubbed: bool = True
 
     @property
     def total(self) -> int:

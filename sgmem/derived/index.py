@@ -47,6 +47,18 @@ class ScopeCache:
     state: GateState
     tables: dict[str, KindTable]
 
+    def nbytes(self) -> int:
+        """Estimated memory of this cache (for ``Config.cache_bytes``): arrays exactly, rows by a constant."""
+        st = self.state
+        size = 4096 + st._buf.nbytes + st.sum_vec.nbytes + st.n * 150
+        if st.density is not None:
+            size += st.density.nbytes()
+        if st.ivf is not None:
+            size += st.ivf.centroids.nbytes + st.n * (self.state.dim * 4 + 32)
+        for t in self.tables.values():
+            size += len(t.ids) * 200 + (t.vecs.nbytes if t.vecs is not None else 0)
+        return size
+
     def vectors(self, kind: str) -> np.ndarray:
         t = self.tables[kind]
         if kind == "fact":

@@ -50,23 +50,36 @@ def top_components(xc: np.ndarray, k: int, oversample: int = 8, power_iters: int
 
 @dataclass
 class Density:
-    """PCA basis and projected ranges of one scope's facts."""
+    """PCA basis and projected ranges of one scope's facts.
+
+    [D] The mean and the basis are kept (and persisted) as float32, the
+    precision the projections always used, and only the ``m ≤ k`` components
+    the fit produced are kept (a scope of 5 facts has 5): a small scope's
+    state costs a few KB instead of ~55 KB, and a restart reads back exactly
+    the numbers the live process used. Nothing is kept before the first fit
+    of ≥ 2 facts.
+    """
 
     dim: int
     k: int = 16
-    mean: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    basis: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    mean: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    basis: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     lo: np.ndarray = field(default_factory=lambda: np.zeros(0))
     hi: np.ndarray = field(default_factory=lambda: np.zeros(0))
     n_fit: int = 0
     stale: bool = True
+    _offset: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.mean.size == 0:
-            self.mean = np.zeros(self.dim)
-            self.basis = np.zeros((self.k, self.dim))
-            self.lo = np.zeros(self.k)
-            self.hi = np.zeros(self.k)
+        if self.basis.size == 0:
+            self._clear()
+
+    def _clear(self) -> None:
+        self.mean = np.zeros(0, dtype=np.float32)
+        self.basis = np.zeros((0, self.dim), dtype=np.float32)
+        self.lo = np.zeros(0)
+        self.hi = np.zeros(0)
+        self._offset = None
 
     def needs_refit(self, n: int, growth: float) -> bool:
         """Whether the basis should be refit for a scope of ``n`` facts."""
@@ -80,31 +93,24 @@ class Density:
         self.n_fit = n
         self.stale = False
         if n < 2:
-            self.mean = np.zeros(self.dim)
-            self.basis = np.zeros((self.k, self.dim))
-            self.lo = np.zeros(self.k)
-            self.hi = np.zeros(self.k)
+            self._clear()
             return
         rows = vectors if n <= max_rows else vectors[np.linspace(0, n - 1, max_rows).round().astype(np.int64)]
         x = np.asarray(rows, dtype=np.float64)
         mean = x.mean(axis=0)
-        vt = top_components(x - mean, self.k)
-        basis = np.zeros((self.k, self.dim))
-        m = min(self.k, vt.shape[0])
-        basis[:m] = vt[:m]
+        basis = np.array(top_components(x - mean, self.k)[: self.k])
         # a deterministic sign per component (SVD's is arbitrary; ranges do not care)
-        flip = np.sign(basis[np.arange(self.k), np.argmax(np.abs(basis), axis=1)])
+        flip = np.sign(basis[np.arange(len(basis)), np.argmax(np.abs(basis), axis=1)])
         basis *= np.where(flip == 0, 1.0, flip)[:, None]
-        self.mean, self.basis = mean, basis
+        self.mean, self.basis = mean.astype(np.float32), np.ascontiguousarray(basis, dtype=np.float32)
+        self._offset = None
         proj = self._project(vectors)
         self.lo, self.hi = proj.min(axis=0), proj.max(axis=0)
 
     def _project(self, vectors: np.ndarray) -> np.ndarray:
-        cache = getattr(self, "_proj_cache", None)
-        if cache is None or cache[0] is not self.basis or cache[1] is not self.mean:  # once per fit
-            cache = (self.basis, self.mean, self.basis.astype(np.float32), self.mean @ self.basis.T)
-            self._proj_cache = cache
-        return (np.asarray(vectors, dtype=np.float32) @ cache[2].T).astype(np.float64) - cache[3]
+        if self._offset is None:  # once per fit
+            self._offset = self.mean.astype(np.float64) @ self.basis.astype(np.float64).T
+        return (np.asarray(vectors, dtype=np.float32) @ self.basis.T).astype(np.float64) - self._offset
 
     def extend(self, vec: np.ndarray) -> None:
         """Widen the ranges to cover one new or merged vector."""
@@ -115,18 +121,24 @@ class Density:
         self.hi = np.maximum(self.hi, u)
 
     def volume(self, n: int, floor: float) -> float:
-        """The bounding-box volume V of §2.4 (1 when N < 2)."""
+        """The bounding-box volume V of §2.4 (1 when N < 2); components the fit lacks have range 0, floored."""
         if n < 2 or self.n_fit < 2:
             return 1.0
         ranges = np.maximum(self.hi - self.lo, floor)
-        return float(np.exp(np.log(ranges).sum()))
+        return float(np.exp(np.log(ranges).sum() + (self.k - len(ranges)) * math.log(floor)))
+
+    def nbytes(self) -> int:
+        """Memory held by the fit."""
+        return 200 + self.mean.nbytes + self.basis.nbytes + self.lo.nbytes + self.hi.nbytes
 
     # ----------------------------------------------------------- persistence
-    def to_blobs(self) -> tuple[bytes, bytes, bytes, bytes]:
-        """``(mean, basis, lo, hi)`` as float64 bytes (exact round trip)."""
+    def to_blobs(self) -> tuple[bytes | None, bytes | None, bytes | None, bytes | None]:
+        """``(mean, basis, lo, hi)``: float32, float32 (m rows), float64, float64 bytes; all None before a fit."""
+        if self.n_fit < 2:
+            return None, None, None, None
         return (
-            np.ascontiguousarray(self.mean, dtype=np.float64).tobytes(),
-            np.ascontiguousarray(self.basis, dtype=np.float64).tobytes(),
+            np.ascontiguousarray(self.mean, dtype=np.float32).tobytes(),
+            np.ascontiguousarray(self.basis, dtype=np.float32).tobytes(),
             np.ascontiguousarray(self.lo, dtype=np.float64).tobytes(),
             np.ascontiguousarray(self.hi, dtype=np.float64).tobytes(),
         )
@@ -143,17 +155,26 @@ class Density:
         n_fit: int,
         stale: bool,
     ) -> Density:
-        """The inverse of :meth:`to_blobs`; missing or mis-sized blobs give a stale, empty fit."""
+        """The inverse of :meth:`to_blobs` (also reads the float64, k-row blobs of earlier versions).
+
+        Missing or mis-sized blobs of a fitted state give a stale, empty fit (refit at the next step).
+        """
+        if int(n_fit) < 2 and mean is None:
+            return cls(dim, k, n_fit=int(n_fit), stale=bool(stale))
         try:
             if mean is None or basis is None or lo is None or hi is None:
+                raise ValueError
+            dtype = np.float64 if len(mean) == 8 * dim else np.float32
+            m = len(basis) // (np.dtype(dtype).itemsize * dim)
+            if m > k or len(lo) != 8 * m or len(hi) != 8 * m:
                 raise ValueError
             out = cls(
                 dim,
                 k,
-                np.frombuffer(mean, dtype=np.float64).copy().reshape(dim),
-                np.frombuffer(basis, dtype=np.float64).copy().reshape(k, dim),
-                np.frombuffer(lo, dtype=np.float64).copy().reshape(k),
-                np.frombuffer(hi, dtype=np.float64).copy().reshape(k),
+                np.frombuffer(mean, dtype=dtype).astype(np.float32).reshape(dim),
+                np.frombuffer(basis, dtype=dtype).astype(np.float32).reshape(m, dim),
+                np.frombuffer(lo, dtype=np.float64).copy(),
+                np.frombuffer(hi, dtype=np.float64).copy(),
                 int(n_fit),
                 bool(stale),
             )

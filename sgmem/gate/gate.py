@@ -92,7 +92,7 @@ class GateState:
         if self.density is None:
             self.density = Density(self.dim, self.pca_dim)
         if self._buf.size == 0:
-            self._buf = np.zeros((16, self.dim), dtype=np.float32)
+            self._buf = np.zeros((4, self.dim), dtype=np.float32)  # grows by doubling; small scopes stay small
 
     @property
     def n(self) -> int:
@@ -109,7 +109,7 @@ class GateState:
     def load_facts(self, ids: list[int], vectors: np.ndarray) -> None:
         """Set the facts (rows in id order); sums and fits are the caller's."""
         n = len(ids)
-        cap = max(16, 1 << max(n, 1).bit_length())
+        cap = max(4, 1 << max(n, 1).bit_length())
         self._buf = np.zeros((cap, self.dim), dtype=np.float32)
         if n:
             self._buf[:n] = vectors

@@ -48,6 +48,10 @@ def _view(index: Any) -> np.ndarray:
     return _faiss().rev_swig_ptr(index.get_xb(), n * d).reshape(n, d)
 
 
+#: Python objects per turn, per sentence and per keyword entry of a ScopeIndex, in bytes (measured, see nbytes)
+TURN_BYTES, SENTENCE_BYTES, KEYWORD_BYTES = 2000, 1000, 400
+
+
 @dataclass
 class ScopeIndex:
     """Everything retrieval needs for one scope, row-aligned with SQLite ids."""
@@ -160,6 +164,21 @@ class ScopeIndex:
                 arr = np.asarray(getattr(self, name))
             self._np_cache[name] = arr
         return arr
+
+    def nbytes(self) -> int:
+        """Estimated memory of this index (for the cache budget, ``Config.cache_bytes``).
+
+        Vectors exactly; Python lists, dicts, texts and edges by per-row
+        constants measured with ``tracemalloc`` (benchmarks/scopes.py).
+        """
+        n, s = self.n_turns, self.n_sentences
+        size = (n + s) * self.dim * 4 + 2048 + n * TURN_BYTES + s * SENTENCE_BYTES
+        size += sum(a.nbytes for a in self._np_cache.values())
+        kw = self.keywords
+        if kw is not None:
+            # canonical entries and their postings; entry vectors twice (the list and the stacked matrix)
+            size += len(kw.ids) * KEYWORD_BYTES + len(kw.entry_keys) * self.dim * 8 + len(kw.turn_kws) * 120
+        return size
 
     def msg_row(self, message_id: int) -> int | None:
         return self._msg_row.get(message_id)

@@ -239,6 +239,42 @@ class SQLiteStore:
                 with contextlib.suppress(sqlite3.Error):
                     self.conn.execute("COMMIT")
 
+    def scrub(self, timeout_s: float | None = None) -> bool:
+        """Copy the WAL into the database file and truncate it; True once done (or nothing to do).
+
+        Deleted rows are overwritten in the database (``secure_delete``), but
+        the WAL keeps the older copies of their pages until a checkpoint; a
+        ``TRUNCATE`` checkpoint rewrites those pages in the database and
+        empties the WAL, so no file holds the deleted content any more. It
+        waits for readers of other connections that still use an older
+        snapshot (each may hold those pages) up to ``timeout_s`` (default
+        ``busy_timeout_s``) and returns False if one still does.
+        """
+        if self.dir is None:
+            return True  # an in-memory store writes no file
+        timeout = self._busy_timeout_s if timeout_s is None else timeout_s
+        with self._lock:
+            deadline = time.monotonic() + timeout
+            delay = 0.01
+            self._raw.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            try:
+                while True:
+                    try:
+                        busy = self._raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                    except sqlite3.OperationalError as exc:
+                        if not is_locked(exc):
+                            raise self.conn.translate(exc) from exc
+                        busy = 1  # another connection is checkpointing: try again
+                    if not busy:
+                        return True
+                    if time.monotonic() >= deadline:
+                        return False
+                    time.sleep(delay * (1 + random.random()))
+                    delay = min(delay * 2, 0.5)
+            finally:
+                with contextlib.suppress(sqlite3.Error):
+                    self._raw.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
+
     def close(self) -> None:
         """Close the connection (idempotent)."""
         with self._lock:
@@ -463,29 +499,33 @@ class SQLiteStore:
         return [r[0] for r in rows]
 
     # ---------------------------------------------------------------- delete
+    def message_rows(self, scope_id: int, thread: str | None, ext_ids: Sequence[str] | None) -> set[int]:
+        """Row ids of the scope's messages: all, a thread's, or those with these caller ids (in ``thread``)."""
+        where = "scope_id = ?"
+        args: list[Any] = [scope_id]
+        if thread is not None:
+            where += " AND thread = ?"
+            args.append(thread)
+        if ext_ids is None:
+            return {int(r[0]) for r in self.conn.execute(f"SELECT id FROM messages WHERE {where}", args)}
+        out: set[int] = set()
+        for i in range(0, len(ext_ids), 500):
+            chunk = list(ext_ids[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT id FROM messages WHERE {where} AND ext_id IN ({marks})"
+            out.update(int(r[0]) for r in self.conn.execute(sql, (*args, *chunk)))
+        return out
+
     def delete(self, scope_id: int, thread: str | None, ext_ids: Sequence[str] | None) -> dict[str, Any]:
         """Delete messages and everything derived from them; return counts.
 
         Must run inside :meth:`write`. Chronological edges are re-linked over
         the gap so each thread stays one chain.
         """
-        where = "scope_id = ?"
-        args: list[Any] = [scope_id]
-        if thread is not None:
-            where += " AND thread = ?"
-            args.append(thread)
+        rows = sorted(self.message_rows(scope_id, thread, ext_ids))
         self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _del (id INTEGER PRIMARY KEY)")
         self.conn.execute("DELETE FROM _del")
-        if ext_ids is not None:
-            for i in range(0, len(ext_ids), 500):
-                chunk = list(ext_ids[i : i + 500])
-                marks = ",".join("?" * len(chunk))
-                self.conn.execute(
-                    f"INSERT OR IGNORE INTO _del SELECT id FROM messages WHERE {where} AND ext_id IN ({marks})",
-                    (*args, *chunk),
-                )
-        else:
-            self.conn.execute(f"INSERT INTO _del SELECT id FROM messages WHERE {where}", args)
+        self.conn.executemany("INSERT INTO _del (id) VALUES (?)", [(r,) for r in rows])
         n_msg = self.conn.execute("SELECT COUNT(*) FROM _del").fetchone()[0]
         if not n_msg:
             return {"messages": 0, "sentences": 0, "edges": 0, "vectors": 0, "threads": ()}

@@ -172,7 +172,9 @@ def test_one_command_writes_results_and_plots(locomo_file: Path, tmp_path: Path,
             "--queries", "2"]
     assert main(argv) == 0
     text = results.read_text(encoding="utf-8")
-    for heading in ("## Summary", "## Quality", "## Speed and scale", "## Write cost", "## Novelty gate", "## PostgreSQL"):
+    headings = ("## Summary", "## Quality", "## Speed and scale", "## Write cost", "## Novelty gate", "## PostgreSQL",
+                "## Many scopes")
+    for heading in headings:
         assert heading in text
     assert "sgmem default (no LLM: binary" in text and "trace plot:" not in text
     assert "Command: `python -m benchmarks --smoke" in text and "Machine:" in text
@@ -180,3 +182,16 @@ def test_one_command_writes_results_and_plots(locomo_file: Path, tmp_path: Path,
     for png in ("quality_recall.png", "quality_context.png", "speed_scale.png", "write_cost.png", "gate_trace.png"):
         assert (plots / png).read_bytes().startswith(PNG)
         assert re.search(rf"\]\(plots/{png}\)", text)
+
+
+def test_many_scopes_reports_memory_and_disk_for_every_cache_budget(tmp_path: Path) -> None:
+    from benchmarks import scopes
+
+    res = scopes.run_scopes(12, scratch=tmp_path)
+    assert set(res["variants"]) == {"default", "unbounded", "small budget"}
+    for v in res["variants"].values():
+        assert v["write"]["rss_after"] >= v["write"]["rss_before"] > 0
+        assert v["search"]["found"] == 12  # every scope found its own user
+        assert v["disk"]["store"] > v["disk"]["gate_state_blobs"] > 0
+    text = scopes.render(res)
+    assert "12 scopes × 5 messages" in text and "| unbounded |" in text and "256 MiB (default)" in text

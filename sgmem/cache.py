@@ -1,0 +1,113 @@
+"""A byte-bounded, least-recently-used cache for per-scope state kept in memory.
+
+A :class:`sgmem.Memory` caches, per scope it touches, the retrieval index
+(:class:`sgmem.retrieval.index.ScopeIndex`) and the derived-memory state
+(:class:`sgmem.derived.index.ScopeCache`). Both are caches of SQLite, checked
+against the scope's generation (or derived-memory version) on every use, so
+dropping one is always safe: the next use rebuilds it from SQLite (and the
+FAISS cache files, when valid). One :class:`ByteLRU` holds both kinds under
+one budget, ``Config.cache_bytes``; entries estimate their own size with
+``nbytes()``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Any
+
+__all__ = ["ByteLRU", "CacheView"]
+
+
+class ByteLRU:
+    """``key → value`` with values evicted least recently used first once their bytes pass ``budget``.
+
+    The entry just stored is never evicted by its own insertion, so a single
+    scope larger than the budget still stays cached while it is in use.
+    Thread-safe; values must have an ``nbytes()`` method (re-read on each
+    :meth:`put`, so a value that grew in place is re-counted when stored again).
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.budget = int(budget)
+        self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.evictions = 0
+
+    def get(self, key: Hashable) -> Any:
+        """The value (now the most recently used), or None."""
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+            return item[0]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        """Store ``value`` as the most recently used; evict the oldest entries past the budget."""
+        size = int(value.nbytes())
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._items[key] = (value, size)
+            self._bytes += size
+            while self._bytes > self.budget and len(self._items) > 1:
+                _, (_, dropped) = self._items.popitem(last=False)
+                self._bytes -= dropped
+                self.evictions += 1
+
+    def pop(self, key: Hashable) -> Any:
+        """Remove ``key``; its value or None."""
+        with self._lock:
+            item = self._items.pop(key, None)
+            if item is None:
+                return None
+            self._bytes -= item[1]
+            return item[0]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+
+    def values(self, kind: str | None = None) -> list[Any]:
+        """The cached values (of keys ``(kind, …)`` when ``kind`` is given), least recently used first."""
+        with self._lock:
+            return [v for k, (v, _) in self._items.items() if kind is None or (isinstance(k, tuple) and k[0] == kind)]
+
+    @property
+    def nbytes(self) -> int:
+        """The estimated bytes of everything cached."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class CacheView:
+    """The entries of one kind (``"index"``, ``"derived"``) of a shared :class:`ByteLRU`, keyed by scope id."""
+
+    def __init__(self, lru: ByteLRU, kind: str) -> None:
+        self.lru = lru
+        self.kind = kind
+
+    def get(self, scope_id: int) -> Any:
+        return self.lru.get((self.kind, scope_id))
+
+    def put(self, scope_id: int, value: Any) -> None:
+        self.lru.put((self.kind, scope_id), value)
+
+    __setitem__ = put
+
+    def pop(self, scope_id: int, default: Any = None) -> Any:
+        out = self.lru.pop((self.kind, scope_id))
+        return default if out is None else out
+
+    def values(self) -> list[Any]:
+        return self.lru.values(self.kind)
+
+    def __len__(self) -> int:
+        return len(self.values())
