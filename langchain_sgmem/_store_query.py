@@ -9,17 +9,25 @@ wildcards.
 
 from __future__ import annotations
 
+import base64
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 from langgraph.store.base import InvalidNamespaceError, MatchCondition, get_text_at_path, tokenize_path
 
 from sgmem import InvalidInputError
 
 __all__ = [
+    "MAX_VALUE_DEPTH",
     "OPERATORS",
     "check_filter",
+    "check_value",
+    "decode_vectors",
+    "encode_vector",
+    "field_texts",
     "matches_condition",
     "matches_filter",
     "namespace_to_scope",
@@ -27,6 +35,9 @@ __all__ = [
     "scope_to_namespace",
     "tokenize_fields",
 ]
+
+#: Deepest nesting of a stored value (JSON encoders recurse; Python's limit is ~1,000 frames).
+MAX_VALUE_DEPTH = 100
 
 OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 _SEP = "."
@@ -160,3 +171,103 @@ def render_value(value: Mapping[str, Any], fields: list[tuple[str, Any]]) -> str
         else:
             parts.extend(get_text_at_path(dict(value), tokens))
     return "\n".join(p for p in parts if p.strip())
+
+
+def field_texts(value: Mapping[str, Any], fields: list[tuple[str, Any]]) -> list[tuple[str, str]]:
+    """``(path, text)`` pairs to embed for an item, exactly as LangGraph's ``InMemoryStore`` does.
+
+    Each configured path yields the texts :func:`langgraph.store.base.get_text_at_path`
+    finds (``"$"`` is the whole value as JSON); a path matching several
+    texts names them ``path.0``, ``path.1``, …; a path matching nothing yields none.
+    """
+    out: list[tuple[str, str]] = []
+    for path, tokens in fields:
+        texts = get_text_at_path(dict(value), tokens)
+        if len(texts) > 1:
+            out.extend((f"{path}.{i}", t) for i, t in enumerate(texts))
+        elif texts:
+            out.append((path, texts[0]))
+    return out
+
+
+# ---------------------------------------------------------------------- values
+def _where(field: str, path: list[Any]) -> str:
+    return field + "".join(f"[{p!r}]" for p in path)
+
+
+def check_value(value: Any, field: str = "value") -> None:
+    """Refuse a value that would not be stored and replayed exactly, naming the part that is wrong.
+
+    Accepted: a dict with string keys whose values are dicts (string keys),
+    lists, strings (valid Unicode), finite floats, ints, bools and ``None``,
+    nested at most :data:`MAX_VALUE_DEPTH` deep — what JSON replays equal.
+
+    Raises:
+        InvalidInputError: naming the offending part, e.g. ``value['tags'][2]``.
+    """
+    if not isinstance(value, dict):
+        raise InvalidInputError(field, value, "a dict with string keys, or None to delete")
+    stack: list[tuple[Any, list[Any]]] = [(value, [])]
+    while stack:
+        v, path = stack.pop()
+        if len(path) > MAX_VALUE_DEPTH:
+            raise InvalidInputError(
+                _where(field, path[:3]) + "…", "<deeper>", f"values nested at most {MAX_VALUE_DEPTH} levels deep"
+            )
+        if isinstance(v, dict):
+            for k, item in v.items():
+                if not isinstance(k, str):
+                    raise InvalidInputError(
+                        _where(field, path),
+                        k,
+                        "dict keys that are strings",
+                        f"JSON would replay the key {k!r} as {json.dumps(str(k))}; convert it with str().",
+                    )
+                _check_text(k, _where(field, path) + f" key {k!r}")
+                stack.append((item, [*path, k]))
+        elif isinstance(v, list):
+            stack.extend((item, [*path, i]) for i, item in enumerate(v))
+        elif isinstance(v, str):
+            _check_text(v, _where(field, path))
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise InvalidInputError(_where(field, path), v, "a finite number (JSON has no NaN or infinity)")
+        elif v is None or isinstance(v, (bool, int)):
+            continue
+        elif isinstance(v, tuple):
+            raise InvalidInputError(
+                _where(field, path), v, "a list", "A tuple would be replayed as a list; store a list."
+            )
+        else:
+            raise InvalidInputError(
+                _where(field, path),
+                v,
+                "a JSON value: dict, list, str, int, float, bool or None",
+                f"Convert the {type(v).__name__} to one of these first.",
+            )
+
+
+def _check_text(text: str, field: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            field,
+            text,
+            "text that is valid Unicode",
+            f"It contains a lone surrogate at position {exc.start}; decode the source text correctly.",
+        ) from None
+
+
+# --------------------------------------------------------------------- vectors
+def encode_vector(vec: np.ndarray) -> str:
+    """A float32 vector as base64 text (kept in the item's JSON record, read back bit-exact)."""
+    return base64.b64encode(np.ascontiguousarray(vec, dtype="<f4").tobytes()).decode("ascii")
+
+
+def decode_vectors(encoded: list[str], dims: int) -> np.ndarray | None:
+    """The ``(n, dims)`` float32 matrix of :func:`encode_vector` texts, or ``None`` if they are not ``dims`` wide."""
+    raw = b"".join(base64.b64decode(e) for e in encoded)
+    if not encoded or len(raw) != 4 * dims * len(encoded):
+        return None
+    return np.frombuffer(raw, dtype="<f4").reshape(len(encoded), dims)
