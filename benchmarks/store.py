@@ -105,15 +105,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--durable", action="store_true", help="SGMemStore on disk (default: in RAM, like InMemoryStore)")
     args = ap.parse_args(argv)
     print(render_environment(environment(), command_line("benchmarks.store", argv)))
-    print("| items | namespaces | InMemoryStore p50 / p95 ms | SGMemStore p50 / p95 ms | ratio p50 | ratio p95 "
-          "| put ms (InMemory / SGMem) | same best item |")
+    print(
+        "| items | namespaces | InMemoryStore p50 / p95 ms | SGMemStore p50 / p95 ms | ratio p50 | ratio p95 "
+        "| put ms (InMemory / SGMem) | same best item |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in args.items:
         r = measure(n, args.queries, args.namespaces, args.durable)
         a, b = r["InMemoryStore"], r["SGMemStore"]
-        print(f"| {n} | {r['namespaces']} | {a['p50_ms']:.2f} / {a['p95_ms']:.2f} | {b['p50_ms']:.2f} / {b['p95_ms']:.2f} "
-              f"| {r['ratio_p50']:.2f}x | {r['ratio_p95']:.2f}x | {a['put_ms']:.1f} / {b['put_ms']:.1f} "
-              f"| {r['agree']}/{r['queries']} |", flush=True)
+        print(
+            f"| {n} | {r['namespaces']} | {a['p50_ms']:.2f} / {a['p95_ms']:.2f} | {b['p50_ms']:.2f} / {b['p95_ms']:.2f} "
+            f"| {r['ratio_p50']:.2f}x | {r['ratio_p95']:.2f}x | {a['put_ms']:.1f} / {b['put_ms']:.1f} "
+            f"| {r['agree']}/{r['queries']} |",
+            flush=True,
+        )
     return 0
 
 

@@ -282,7 +282,9 @@ class SGMemStore(BaseStore):
 
     def _namespace_of(self, scope: str) -> tuple[str, ...] | None:
         if self._scope_prefix:
-            return scope_to_namespace(scope[len(self._scope_prefix) :]) if scope.startswith(self._scope_prefix) else None
+            return (
+                scope_to_namespace(scope[len(self._scope_prefix) :]) if scope.startswith(self._scope_prefix) else None
+            )
         return scope_to_namespace(scope)  # a prefixed scope has an empty label: never a namespace
 
     def _store_scopes(self, prefix: tuple[str, ...], *, check_thread: bool) -> list[tuple[str, tuple[str, ...]]]:
@@ -346,14 +348,18 @@ class SGMemStore(BaseStore):
             if op.query is not None and not isinstance(op.query, str):
                 raise InvalidInputError(f"{f}query", op.query, "a string or None")
             if op.query is not None and len(op.query) > limits.max_query_chars:
-                raise InvalidInputError(f"{f}query", f"<{len(op.query)} characters>", f"at most {limits.max_query_chars} characters")
+                raise InvalidInputError(
+                    f"{f}query", f"<{len(op.query)} characters>", f"at most {limits.max_query_chars} characters"
+                )
         if isinstance(op, (SearchOp, ListNamespacesOp)):
             for name in ("limit", "offset"):
                 v = getattr(op, name)
                 if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                     raise InvalidInputError(f"{f}{name}", v, "an int >= 0")
-        if isinstance(op, ListNamespacesOp) and op.max_depth is not None and (
-            isinstance(op.max_depth, bool) or not isinstance(op.max_depth, int) or op.max_depth < 1
+        if (
+            isinstance(op, ListNamespacesOp)
+            and op.max_depth is not None
+            and (isinstance(op.max_depth, bool) or not isinstance(op.max_depth, int) or op.max_depth < 1)
         ):
             raise InvalidInputError(f"{f}max_depth", op.max_depth, "an int >= 1 or None")
         if isinstance(op, PutOp):
@@ -397,7 +403,9 @@ class SGMemStore(BaseStore):
         except SgmemError:
             raise
         except Exception as exc:  # noqa: BLE001 - any embedder failure: nothing was written
-            raise SgmemError(f"the store's embedder failed on {len(texts)} texts, so nothing was written: {exc!r}") from exc
+            raise SgmemError(
+                f"the store's embedder failed on {len(texts)} texts, so nothing was written: {exc!r}"
+            ) from exc
         if out.shape != (len(texts), dims) or not np.isfinite(out).all():
             raise InvalidInputError(
                 "index['embed']",

@@ -171,7 +171,9 @@ def test_store_items_stay_out_of_every_chat_recall_path(memory: sgmem.Memory) ->
     for mode in sgmem.MODES:
         assert all("quartzfalcon88" not in h.text for h in memory.search("vault code", scope="alice", mode=mode))
     assert "quartzfalcon88" not in memory.context("vault code", scope="alice")
-    assert all("quartzfalcon88" not in d.page_content for d in SGMemRetriever(memory=memory, scope="alice").invoke("vault"))
+    assert all(
+        "quartzfalcon88" not in d.page_content for d in SGMemRetriever(memory=memory, scope="alice").invoke("vault")
+    )
     assert store.search(("alice",), query="vault code")[0].key == "pin"
 
 
