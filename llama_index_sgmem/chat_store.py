@@ -89,8 +89,9 @@ class SGMemChatStore(BaseChatStore):
 
         Messages already stored as the head of the new list are kept as they
         are (same ids and times), so re-setting a history with new messages at
-        the end only adds those. Otherwise the thread is deleted and written
-        again; the new messages are validated first, so bad input changes nothing.
+        the end only adds those. Otherwise the thread is replaced in one
+        transaction (:meth:`sgmem.Memory.replace`): bad input, a limit or a
+        crash leaves the old messages as they were.
         """
         key = self._key(key)
         new = check_messages(messages, "messages", self._memory)
@@ -99,12 +100,14 @@ class SGMemChatStore(BaseChatStore):
             if len(new) > len(stored):
                 self._memory.add(new[len(stored) :], scope=self.scope, thread=key)
             return
-        self._memory.delete(scope=self.scope, thread=key)
-        if new:
-            self._memory.add(new, scope=self.scope, thread=key)
+        self._memory.replace(new, scope=self.scope, thread=key)
 
     def add_message(self, key: str, message: ChatMessage, idx: int | None = None) -> None:
-        """Append ``message`` to ``key``, or insert it before position ``idx`` (as ``list.insert``)."""
+        """Append ``message`` to ``key``, or insert it before position ``idx`` (as ``list.insert``).
+
+        An insert rewrites the messages after ``idx`` in the same transaction
+        (:meth:`sgmem.Memory.replace`): if it fails, nothing changed.
+        """
         key = self._key(key)
         if idx is not None and (isinstance(idx, bool) or not isinstance(idx, int)):
             raise InvalidInputError("idx", idx, "an int position or None (append)")
@@ -121,8 +124,7 @@ class SGMemChatStore(BaseChatStore):
         # with its ids, times and metadata, and date the new message like its successor.
         tail = stored[pos:]
         new["at"] = tail[0].at
-        self._memory.delete(scope=self.scope, message_ids=[m.id for m in tail if m.id])
-        self._memory.add([new, *tail], scope=self.scope, thread=key)
+        self._memory.replace([new, *tail], scope=self.scope, thread=key, message_ids=[m.id for m in tail if m.id])
 
     def add_messages(self, key: str, messages: list[ChatMessage]) -> None:
         """Append several messages to ``key`` in one transaction (all or none)."""

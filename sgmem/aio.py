@@ -23,6 +23,20 @@ class AsyncMethods:
         """Async :meth:`add`; runs in a worker thread, never blocking the loop."""
         return await asyncio.to_thread(self.add, messages, scope=scope, thread=thread, at=at)
 
+    async def areplace(
+        self: Any,
+        messages: Any,
+        *,
+        scope: str,
+        thread: str,
+        message_ids: Sequence[str] | None = None,
+        at: datetime | str | None = None,
+    ) -> AddResult:
+        """Async :meth:`replace`; runs in a worker thread, never blocking the loop."""
+        return await asyncio.to_thread(
+            self.replace, messages, scope=scope, thread=thread, message_ids=message_ids, at=at
+        )
+
     async def asearch(
         self: Any, query: str, *, scope: str, k: int = 10, mode: str | None = None, **filters: Any
     ) -> list[Hit]:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
-import uuid
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +21,8 @@ from .embed.base import Embedder, check_embeddings
 from .embed.minilm import default_embedder
 from .errors import InvalidInputError, NotFoundError, SgmemError
 from .gate.blas import single_thread_blas
-from .ingest import embed_texts, knn_edges, prepare, turn_vectors
 from .llm import LLM
-from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords, plan_add
-from .pyramid.vocabulary import apply_plan
+from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords
 from .retrieval.index import ScopeIndex, load_scope_index
 from .retrieval.search import Ranked, Retriever, allowed_mask
 from .store.schema import SCHEMA_VERSION
@@ -40,9 +36,8 @@ from .validate import (
     check_names,
     check_text,
     check_time,
-    normalise_messages,
 )
-from .write import delete_rows, extend_index, place_messages, session_names
+from .write import apply_add, delete_rows, delete_step, finish_add, prepare_add, tidy_scope
 
 __all__ = ["Memory"]
 
@@ -181,100 +176,71 @@ class Memory(AsyncMethods):
 
     def _add(self, messages: Any, scope: str, thread: str, at: datetime | str | None) -> AddResult:
         self._check_open()
-        t0 = time.perf_counter()
-        limits = self.config.limits
-        scope = check_name(scope, "scope", limits)
-        thread = check_name(thread, "thread", limits)
-        default_at = check_time(at, "at") or datetime.now(timezone.utc)
-        msgs = normalise_messages(messages, default_at, limits)
-        ext_ids = [m["id"] or f"msg_{uuid.uuid4().hex[:20]}" for m in msgs]
-        sessions = session_names(msgs, thread, self.config.session_by_day)
-        prep = prepare(msgs, self.config, sessions, ext_ids)
-        t_seg = time.perf_counter()
-        texts = prep.sentence_texts
-        with self._lock:  # the connection is shared: no read may interleave with another thread's write
-            sid_known = self._store.scope_id(scope)
-            known = self._store.vectors_by_hash(sid_known, [s.embed_hash for s in prep.sentences]) if sid_known else {}
-        vecs, n_embedded = embed_texts(self.embedder, texts, known, self.config.embed_batch_size)
-        for sent, vec in zip(prep.sentences, vecs, strict=False):
-            sent.vec = vec
-        turn_vectors(prep, int(self.embedder.dim))
-        with self._lock:  # keywords are planned against the scope's vocabulary, outside the transaction
-            kw_idx = self._index(sid_known) if sid_known else None
-            kw_snapshot = ensure_keywords(self._store, kw_idx) if kw_idx is not None else None
-        kw_plan = plan_add(
-            kw_snapshot,
-            kw_idx.n_turns if kw_idx else 0,
-            prep.messages,
-            self.config.pyramid,
-            self._words,
-            self.llm,
-            int(self.embedder.dim),
-        )
-        d_plan = self._derived.plan(sid_known, thread, prep)  # LLM calls and gate routing, before the lock
-        t_emb = time.perf_counter()
-
+        p = prepare_add(self, messages, scope, thread, at)
         with self._lock:
             self._check_open()
             with self._store.write() as conn:
-                scope_id = self._store.scope_id(scope, create=True)
+                scope_id = self._store.scope_id(p.scope, create=True)
                 assert scope_id is not None
-                dup = self._store.existing_ext_ids(scope_id, [m["id"] for m in msgs if m["id"]])
-                if dup:
-                    raise InvalidInputError(
-                        "messages[].id",
-                        dup[:5],
-                        "ids not already stored in this scope",
-                        "Message ids are unique per scope; omit 'id' to let sgmem generate one.",
-                    )
-                gen_before = self._store.generation(scope_id)
-                idx = self._indexes.get(scope_id)
-                if idx is None or idx.generation != gen_before:
-                    idx = load_scope_index(self._store, scope_id, int(self.embedder.dim), self._cache_dir)
-                new_sent_vecs = (
-                    np.stack([s.vec for s in prep.sentences]).astype(np.float32)
-                    if prep.sentences
-                    else np.zeros((0, idx.dim), dtype=np.float32)
-                )
-                g = self.config.graph
-                pairs = knn_edges(idx, new_sent_vecs, g.knn_k, g.knn_min_cosine)
-                t_graph = time.perf_counter()
-                msg_ids, rounds, turn_edges = place_messages(self._store, scope_id, thread, prep.messages)
-                sent_ids = self._store.insert_sentences(scope_id, [(msg_ids[s.msg], s) for s in prep.sentences])
-                sedges = [(sent_ids[i], sent_ids[-t - 1] if t < 0 else idx.sent_ids[t], w) for i, t, w in pairs]
-                n_sedges = self._store.insert_sentence_edges(scope_id, sedges)
-                n_tedges = self._store.insert_turn_edges(scope_id, turn_edges)
-                kw_applied = apply_plan(conn, scope_id, msg_ids, kw_plan)
-                d_applied = self._derived.apply(conn, scope_id, thread, prep, msg_ids, d_plan, kw_plan)
-                gen_after = self._store.bump_generation(scope_id)
-            self._derived.committed(scope_id, d_applied)
-            # committed: extend the cache in place (or drop it if someone else wrote meanwhile)
-            if gen_after == gen_before + 1:
-                extend_index(
-                    idx, prep, thread, msg_ids, rounds, sent_ids, new_sent_vecs, sedges, turn_edges, kw_applied
-                )
-                idx.generation = gen_after
-                idx.dirty = self._cache_dir is not None
-                self._indexes[scope_id] = idx
-            else:
+                applied = apply_add(self, conn, p, scope_id)
+            return finish_add(self, p, applied)
+
+    def replace(
+        self,
+        messages: Sequence[dict[str, Any] | Message] | dict[str, Any] | Message,
+        *,
+        scope: str,
+        thread: str,
+        message_ids: Sequence[str] | None = None,
+        at: datetime | str | None = None,
+    ) -> AddResult:
+        """Delete messages and add others in their place, in one transaction.
+
+        Deletes the messages of ``scope`` whose ids are in ``message_ids``
+        (``None``: every message of ``thread``) with everything derived from
+        them, exactly as :meth:`delete`, then adds ``messages`` to ``thread``
+        exactly as :meth:`add`. New messages may reuse the deleted ids.
+        Everything is validated, segmented and embedded before the store is
+        touched, and both steps commit together: after any error (bad input,
+        a limit, a failing embedder, a crash) the store holds either the old
+        messages or the new ones, never neither. ``messages=[]`` is an atomic
+        delete that returns an :class:`AddResult` too.
+
+        Returns:
+            The add's :class:`AddResult`, with ``replaced`` holding the delete's receipt.
+
+        Raises:
+            InvalidInputError: bad messages or arguments; nothing changes.
+        """
+        with single_thread_blas():
+            return self._replace(messages, scope, thread, message_ids, at)
+
+    def _replace(
+        self, messages: Any, scope: str, thread: str, message_ids: Any, at: datetime | str | None
+    ) -> AddResult:
+        self._check_open()
+        limits = self.config.limits
+        scope, thread = check_name(scope, "scope", limits), check_name(thread, "thread", limits)
+        ids = check_names(message_ids, "message_ids", limits)
+        del_thread = thread if ids is None else None
+        with self._lock:
+            sid = self._store.scope_id(scope)
+            rows = frozenset(self._store.message_rows(sid, del_thread, ids)) if sid is not None else frozenset()
+        p = prepare_add(self, messages, scope, thread, at, allow_empty=True, exclude_rows=rows)
+        with self._lock:
+            self._check_open()
+            with self._store.write() as conn:
+                scope_id = self._store.scope_id(scope, create=bool(p.msgs))
+                if scope_id is None:  # nothing to delete, nothing to add
+                    return finish_add(self, p, None, DeleteReceipt())
+                counts = delete_step(self._store, self._derived, self._cache_dir, scope_id, del_thread, ids)
+                if counts["messages"] and p.d_plan is not None:
+                    p.d_plan.base_version = -1  # route the facts again against what the delete left
+                applied = apply_add(self, conn, p, scope_id) if p.msgs else None
+                tidy_scope(self._store, scope_id, bool(counts["messages"]))
+            if counts["messages"] and applied is None:
                 self._indexes.pop(scope_id, None)
-        t_end = time.perf_counter()
-        return AddResult(
-            message_ids=tuple(ext_ids),
-            messages=len(msg_ids),
-            sentences=len(sent_ids),
-            edges=n_sedges + n_tedges,
-            embedded=n_embedded + (d_plan.embedded if d_plan is not None else 0),
-            timings_ms={
-                "segment": (t_seg - t0) * 1e3,
-                "embed": (t_emb - t_seg) * 1e3,
-                "graph": (t_graph - t_emb) * 1e3,
-                "store": (t_end - t_graph) * 1e3,
-                "total": (t_end - t0) * 1e3,
-                "derived": d_plan.ms if d_plan is not None else 0.0,
-            },
-            **self._derived.result(d_plan, d_applied, kw_plan),
-        )
+            return finish_add(self, p, applied, DeleteReceipt(**counts))
 
     # ------------------------------------------------------------------- read
     def _ranked(

@@ -100,6 +100,8 @@ class AddResult:
         llm_ms: milliseconds spent waiting for the LLM.
         llm_fallbacks: calls whose output was unusable, so the LLM-free rule
             was applied instead.
+        replaced: for :meth:`sgmem.Memory.replace`, what the same transaction
+            deleted first (``None`` for a plain add).
     """
 
     message_ids: tuple[str, ...]
@@ -118,6 +120,7 @@ class AddResult:
     llm_completion_tokens: int = 0
     llm_ms: float = 0.0
     llm_fallbacks: int = 0
+    replaced: DeleteReceipt | None = None
 
 
 @dataclass(frozen=True)

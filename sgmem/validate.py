@@ -159,8 +159,10 @@ def _check_keys(value: Any) -> None:
             stack.extend(v)
 
 
-def normalise_messages(messages: Any, default_at: datetime, limits: Limits) -> list[dict[str, Any]]:
-    """Validate messages and return them as dicts with every field filled.
+def normalise_messages(
+    messages: Any, default_at: datetime, limits: Limits, *, allow_empty: bool = False
+) -> list[dict[str, Any]]:
+    """Validate messages and return them as dicts with every field filled (``[]`` only with ``allow_empty``).
 
     Raises:
         InvalidInputError: the first problem found, naming the message index.
@@ -170,7 +172,7 @@ def normalise_messages(messages: Any, default_at: datetime, limits: Limits) -> l
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
         raise InvalidInputError("messages", messages, "a list of message dicts or sgmem.Message objects")
     messages = list(messages)
-    if not messages:
+    if not messages and not allow_empty:
         raise InvalidInputError("messages", messages, "at least one message")
     if len(messages) > limits.max_messages_per_add:
         raise LimitExceededError(

@@ -1,6 +1,11 @@
-"""The write path's store and index steps, kept out of the facade (:mod:`sgmem.memory`).
+"""The write path's steps, kept out of the facade (:mod:`sgmem.memory`).
 
-:func:`place_messages` inserts an add's messages into their thread, opening
+An add is :func:`prepare_add` (validation, segmenting, embedding, keyword
+and derived-memory plans: everything that can fail or is slow, before any
+lock), :func:`apply_add` (inside the store's write transaction) and
+:func:`finish_add` (after the commit). A delete is :func:`delete_step` then
+:func:`tidy_scope` in one transaction; a replace runs delete, add and tidy
+in the same one. :func:`place_messages` inserts an add's messages into their thread, opening
 rounds at user turns (ALGORITHMS §1.1: a round is a user turn and the
 replies until the next one); :func:`extend_index` grows a scope's in-memory
 index by what a committed add wrote, so the next read needs no rebuild.
@@ -8,17 +13,222 @@ index by what a committed add wrote, so the next read needs no rebuild.
 
 from __future__ import annotations
 
-from datetime import timezone
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .pyramid.vocabulary import prune
-from .retrieval.index import ScopeIndex, discard_cache
+from .errors import InvalidInputError
+from .ingest import embed_texts, knn_edges, prepare, turn_vectors
+from .pyramid.retrieve import ensure_keywords, plan_add
+from .pyramid.vocabulary import apply_plan, prune
+from .retrieval.index import ScopeIndex, discard_cache, load_scope_index
 from .store.sqlite import SQLiteStore
+from .types import AddResult, DeleteReceipt
+from .validate import check_name, check_time, normalise_messages
 
-__all__ = ["delete_rows", "extend_index", "place_messages", "session_names"]
+__all__ = [
+    "AppliedAdd",
+    "PreparedAdd",
+    "apply_add",
+    "delete_rows",
+    "delete_step",
+    "extend_index",
+    "finish_add",
+    "place_messages",
+    "prepare_add",
+    "session_names",
+    "tidy_scope",
+]
+
+
+@dataclass
+class PreparedAdd:
+    """An add validated, segmented, embedded and planned; nothing stored yet."""
+
+    scope: str
+    thread: str
+    msgs: list[dict[str, Any]]
+    ext_ids: list[str]
+    t0: float
+    prep: Any = None
+    n_embedded: int = 0
+    kw_plan: Any = None
+    d_plan: Any = None
+    t_seg: float = 0.0
+    t_emb: float = 0.0
+
+
+@dataclass
+class AppliedAdd:
+    """What :func:`apply_add` wrote inside the transaction, for :func:`finish_add`."""
+
+    scope_id: int
+    idx: ScopeIndex
+    gen_before: int
+    gen_after: int
+    msg_ids: list[int]
+    rounds: list[int]
+    sent_ids: list[int]
+    sent_vecs: np.ndarray
+    sedges: list[tuple[int, int, float]]
+    turn_edges: list[tuple[int, int]]
+    kw_applied: Any
+    d_applied: Any
+    edges: int
+    t_graph: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def prepare_add(
+    mem: Any,
+    messages: Any,
+    scope: str,
+    thread: str,
+    at: datetime | str | None,
+    *,
+    allow_empty: bool = False,
+    exclude_rows: frozenset[int] = frozenset(),
+) -> PreparedAdd:
+    """Everything of ``mem.add`` that can fail or is slow, before the write lock.
+
+    ``exclude_rows``: message rows the same transaction deletes first (a
+    replace); generated summaries and insights are planned without them.
+    """
+    t0 = time.perf_counter()
+    limits = mem.config.limits
+    scope = check_name(scope, "scope", limits)
+    thread = check_name(thread, "thread", limits)
+    default_at = check_time(at, "at") or datetime.now(timezone.utc)
+    msgs = normalise_messages(messages, default_at, limits, allow_empty=allow_empty)
+    ext_ids = [m["id"] or f"msg_{uuid.uuid4().hex[:20]}" for m in msgs]
+    p = PreparedAdd(scope, thread, msgs, ext_ids, t0)
+    if not msgs:
+        p.t_seg = p.t_emb = time.perf_counter()
+        return p
+    sessions = session_names(msgs, thread, mem.config.session_by_day)
+    prep = p.prep = prepare(msgs, mem.config, sessions, ext_ids)
+    p.t_seg = time.perf_counter()
+    with mem._lock:  # the connection is shared: no read may interleave with another thread's write
+        sid_known = mem._store.scope_id(scope)
+        known = mem._store.vectors_by_hash(sid_known, [s.embed_hash for s in prep.sentences]) if sid_known else {}
+    vecs, p.n_embedded = embed_texts(mem.embedder, prep.sentence_texts, known, mem.config.embed_batch_size)
+    for sent, vec in zip(prep.sentences, vecs, strict=False):
+        sent.vec = vec
+    turn_vectors(prep, int(mem.embedder.dim))
+    with mem._lock:  # keywords are planned against the scope's vocabulary, outside the transaction
+        kw_idx = mem._index(sid_known) if sid_known else None
+        kw_snapshot = ensure_keywords(mem._store, kw_idx) if kw_idx is not None else None
+    p.kw_plan = plan_add(
+        kw_snapshot,
+        kw_idx.n_turns if kw_idx else 0,
+        prep.messages,
+        mem.config.pyramid,
+        mem._words,
+        mem.llm,
+        int(mem.embedder.dim),
+    )
+    p.d_plan = mem._derived.plan(sid_known, thread, prep, exclude_rows)  # LLM calls and gate routing
+    p.t_emb = time.perf_counter()
+    return p
+
+
+def apply_add(mem: Any, conn: Any, p: PreparedAdd, scope_id: int) -> AppliedAdd:
+    """Store a prepared add inside ``mem``'s write transaction (under ``mem._lock``)."""
+    store: SQLiteStore = mem._store
+    msgs, prep = p.msgs, p.prep
+    dup = store.existing_ext_ids(scope_id, [m["id"] for m in msgs if m["id"]])
+    if dup:
+        raise InvalidInputError(
+            "messages[].id",
+            dup[:5],
+            "ids not already stored in this scope",
+            "Message ids are unique per scope; omit 'id' to let sgmem generate one.",
+        )
+    gen_before = store.generation(scope_id)
+    idx = mem._indexes.get(scope_id)
+    if idx is None or idx.generation != gen_before:
+        idx = load_scope_index(store, scope_id, int(mem.embedder.dim), mem._cache_dir)
+    new_sent_vecs = (
+        np.stack([s.vec for s in prep.sentences]).astype(np.float32)
+        if prep.sentences
+        else np.zeros((0, idx.dim), dtype=np.float32)
+    )
+    g = mem.config.graph
+    pairs = knn_edges(idx, new_sent_vecs, g.knn_k, g.knn_min_cosine)
+    t_graph = time.perf_counter()
+    msg_ids, rounds, turn_edges = place_messages(store, scope_id, p.thread, prep.messages)
+    sent_ids = store.insert_sentences(scope_id, [(msg_ids[s.msg], s) for s in prep.sentences])
+    sedges = [(sent_ids[i], sent_ids[-t - 1] if t < 0 else idx.sent_ids[t], w) for i, t, w in pairs]
+    n_edges = store.insert_sentence_edges(scope_id, sedges) + store.insert_turn_edges(scope_id, turn_edges)
+    kw_applied = apply_plan(conn, scope_id, msg_ids, p.kw_plan)
+    d_applied = mem._derived.apply(conn, scope_id, p.thread, prep, msg_ids, p.d_plan, p.kw_plan)
+    gen_after = store.bump_generation(scope_id)
+    return AppliedAdd(
+        scope_id,
+        idx,
+        gen_before,
+        gen_after,
+        msg_ids,
+        rounds,
+        sent_ids,
+        new_sent_vecs,
+        sedges,
+        turn_edges,
+        kw_applied,
+        d_applied,
+        n_edges,
+        t_graph,
+    )
+
+
+def finish_add(mem: Any, p: PreparedAdd, a: AppliedAdd | None, replaced: DeleteReceipt | None = None) -> AddResult:
+    """After the commit (under ``mem._lock``): caches follow what was stored; the :class:`AddResult`."""
+    if a is not None:
+        mem._derived.committed(a.scope_id, a.d_applied)
+        # committed: extend the cache in place (or drop it if someone else wrote meanwhile)
+        if a.gen_after == a.gen_before + 1:
+            extend_index(
+                a.idx,
+                p.prep,
+                p.thread,
+                a.msg_ids,
+                a.rounds,
+                a.sent_ids,
+                a.sent_vecs,
+                a.sedges,
+                a.turn_edges,
+                a.kw_applied,
+            )
+            a.idx.generation = a.gen_after
+            a.idx.dirty = mem._cache_dir is not None
+            mem._indexes[a.scope_id] = a.idx
+        else:
+            mem._indexes.pop(a.scope_id, None)
+    t_end = time.perf_counter()
+    t_graph = a.t_graph if a is not None else p.t_emb
+    d_plan = p.d_plan
+    return AddResult(
+        message_ids=tuple(p.ext_ids),
+        messages=len(a.msg_ids) if a is not None else 0,
+        sentences=len(a.sent_ids) if a is not None else 0,
+        edges=a.edges if a is not None else 0,
+        embedded=p.n_embedded + (d_plan.embedded if d_plan is not None else 0),
+        timings_ms={
+            "segment": (p.t_seg - p.t0) * 1e3,
+            "embed": (p.t_emb - p.t_seg) * 1e3,
+            "graph": (t_graph - p.t_emb) * 1e3,
+            "store": (t_end - t_graph) * 1e3,
+            "total": (t_end - p.t0) * 1e3,
+            "derived": d_plan.ms if d_plan is not None else 0.0,
+        },
+        **mem._derived.result(d_plan, a.d_applied if a is not None else None, p.kw_plan),
+        replaced=replaced,
+    )
 
 
 def session_names(messages: list[dict[str, Any]], thread: str, by_day: bool) -> list[str]:
@@ -99,20 +309,39 @@ def extend_index(
         idx.keywords.extend(keywords_applied, idx.msg_row)
 
 
+def delete_step(
+    store: SQLiteStore, derived: Any, cache_dir: Path | None, scope_id: int, thread: str | None, ids: list[str] | None
+) -> dict[str, Any]:
+    """Delete messages (all of the scope, a thread's, or ``ids``) and everything derived, inside ``store.write()``.
+
+    Vocabulary entries left without postings and an emptied scope are removed
+    by :func:`tidy_scope`, which the caller runs last in the same transaction
+    (a replace adds its messages in between, reusing the vocabulary).
+    """
+    conn = store.conn
+    pending = derived.before_delete(conn, scope_id, thread, ids)
+    counts = store.delete(scope_id, thread, ids)
+    if counts["messages"]:
+        counts.update(derived.after_delete(conn, scope_id, pending))
+        store.bump_generation(scope_id)
+        # before the commit: a crash must not leave deleted vectors in cache files
+        discard_cache(cache_dir, scope_id)
+    return counts
+
+
+def tidy_scope(store: SQLiteStore, scope_id: int, deleted: bool) -> None:
+    """End a delete: prune unused keywords; an emptied scope goes entirely (its name and any row left)."""
+    if deleted:
+        prune(store.conn, scope_id)  # keyword postings went with the messages (cascade)
+    if not store.has_messages(scope_id):
+        store.purge_scope(scope_id)
+
+
 def delete_rows(
     store: SQLiteStore, derived: Any, cache_dir: Path | None, scope_id: int, thread: str | None, ids: list[str] | None
 ) -> dict[str, Any]:
     """Delete a scope's messages (all, a thread's, or ``ids``) and everything derived, in one transaction."""
-    with store.write() as conn:
-        pending = derived.before_delete(conn, scope_id, thread, ids)
-        counts = store.delete(scope_id, thread, ids)
-        if counts["messages"]:
-            prune(store.conn, scope_id)  # keyword postings went with the messages (cascade)
-            counts.update(derived.after_delete(conn, scope_id, pending))
-            store.bump_generation(scope_id)
-            # before the commit: a crash must not leave deleted vectors in cache files
-            discard_cache(cache_dir, scope_id)
-        if not store.has_messages(scope_id):
-            # an emptied scope goes entirely: its name and any derived row left in any table
-            store.purge_scope(scope_id)
+    with store.write():
+        counts = delete_step(store, derived, cache_dir, scope_id, thread, ids)
+        tidy_scope(store, scope_id, bool(counts["messages"]))
     return counts

@@ -166,8 +166,12 @@ class DerivedEngine:
             self._caches.pop(scope_id, None)
 
     # ------------------------------------------------------------------- plan
-    def plan(self, scope_id: int | None, thread: str, prep: Any) -> Plan | None:
-        """Everything slow about an add's derived memory, done before the write lock."""
+    def plan(self, scope_id: int | None, thread: str, prep: Any, exclude: frozenset[int] = frozenset()) -> Plan | None:
+        """Everything slow about an add's derived memory, done before the write lock.
+
+        ``exclude``: message rows that the same transaction deletes first
+        (:meth:`sgmem.Memory.replace`); LLM summaries and insights never see them.
+        """
         if not self.active or not prep.messages:
             return None
         t0 = time.perf_counter()
@@ -184,7 +188,7 @@ class DerivedEngine:
         plan = Plan(scope_id, c.version, c.state, cands, usage=usage, embedded=embedded)
         with single_thread_blas():
             self._route(plan, prep, self._texts_outside)
-        self._plan_sessions(plan, scope_id, thread, prep)
+        self._plan_sessions(plan, scope_id, thread, prep, exclude)
         plan.ms = (time.perf_counter() - t0) * 1e3
         return plan
 
@@ -255,7 +259,7 @@ class DerivedEngine:
                 return out, "merge-llm"
         return rule_merge(existing, new), "merge-rule"
 
-    def _plan_sessions(self, plan: Plan, scope_id: int | None, thread: str, prep: Any) -> None:
+    def _plan_sessions(self, plan: Plan, scope_id: int | None, thread: str, prep: Any, exclude: frozenset[int]) -> None:
         """LLM summaries and insights of the sessions due (§1.2 step 2 [C]: one call per session)."""
         want_summary = self.dcfg.summaries and self._use_llm("summary")
         want_insights = self.dcfg.insights == "auto" and self._use_llm("insights")
@@ -266,16 +270,22 @@ class DerivedEngine:
             touched.setdefault(m.session, []).append(i)
         due: list[tuple[str, list[str], int, datetime]] = []
         with self.store.read() as conn:
-            last = self.store.last_in_thread(scope_id, thread) if scope_id is not None else None
-            closing = last[2] if last is not None and last[2] not in touched else None
+            last = _last_kept(conn, scope_id, thread, exclude) if scope_id is not None else None
+            closing = last if last is not None and last not in touched else None
+            cut: set[str] = set()  # sessions that lose messages to ``exclude``
             for session in ([closing] if closing else []) + list(touched):
                 stored = session_lines(conn, scope_id, thread, session) if scope_id is not None else []
+                if exclude and any(mid in exclude for mid, _, _ in stored):
+                    stored = [x for x in stored if x[0] not in exclude]
+                    cut.add(session)
                 lines = [ln for _, ln, _ in stored] + [
                     f"{prep.messages[i].name or prep.messages[i].role}: {prep.messages[i].content}"
                     for i in touched.get(session, [])
                 ]
                 row = summary_row(conn, scope_id, thread, session) if scope_id is not None else None
                 covered = int(row[3].get("covered", 0)) if row is not None and row[2] == "llm" else 0
+                if session in cut:
+                    covered = 0  # the delete recomputes its summary from what is left
                 # an open session is (re)summarised once it has enough new messages; a session
                 # that just closed (a later one started in its thread) once more if anything is new
                 need = 1 if session == closing else self.dcfg.summary_refresh_messages
@@ -284,7 +294,11 @@ class DerivedEngine:
                 first = stored[0][2] if stored else prep.messages[touched[session][0]].at
                 due.append((session, lines, len(lines), first))
             facts_by_session = {
-                s: [(at, text) for _, at, text in session_facts(conn, scope_id, thread, s)]
+                s: [
+                    (at, text)
+                    for fid, at, text in session_facts(conn, scope_id, thread, s)
+                    if not (exclude and set(sql.origin_sources(conn, fid)) & exclude)
+                ]
                 if scope_id is not None
                 else []
                 for s, _, _, _ in due
@@ -553,7 +567,7 @@ class DerivedEngine:
     # ----------------------------------------------------------------- delete
     def before_delete(self, conn: Any, scope_id: int, thread: str | None, ext_ids: Sequence[str] | None) -> Any:
         """What a delete will take from derived memory (call before the messages go)."""
-        return before_delete(conn, scope_id, thread, ext_ids)
+        return before_delete(conn, scope_id, self.store.message_rows(scope_id, thread, ext_ids))
 
     def after_delete(self, conn: Any, scope_id: int, pending: Any) -> dict[str, int]:
         """Apply the delete policy of :mod:`sgmem.derived.reads`; receipt counts."""
@@ -572,6 +586,18 @@ class DerivedEngine:
             conn.execute("UPDATE gate_state SET insight_n = 0 WHERE scope_id = ?", (scope_id,))
         self.drop(scope_id)
         return {"derived": removed, "derived_revised": revised}
+
+
+def _last_kept(conn: Any, scope_id: int, thread: str, exclude: frozenset[int]) -> str | None:
+    """The session of the thread's latest message not in ``exclude`` (None if there is none)."""
+    rows = conn.execute(
+        "SELECT id, session FROM messages WHERE scope_id = ? AND thread = ? ORDER BY id DESC LIMIT ?",
+        (scope_id, thread, len(exclude) + 1),
+    ).fetchall()
+    for mid, session in rows:
+        if int(mid) not in exclude:
+            return str(session)
+    return None
 
 
 def _foreign_usage(other: Any) -> LLMUsage:

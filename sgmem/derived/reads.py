@@ -22,7 +22,6 @@ memory goes with the messages it came from.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -177,29 +176,11 @@ def history(conn: Any, scope_id: int, memory_id: int) -> list[MemoryVersion] | N
 
 
 # ------------------------------------------------------------------- delete
-def before_delete(
-    conn: Any, scope_id: int, thread: str | None, ext_ids: Sequence[str] | None
-) -> tuple[set[int], dict[int, bool]]:
-    """``(message ids to be deleted, {memory: whether its current text came from one})``.
+def before_delete(conn: Any, scope_id: int, msgs: set[int]) -> tuple[set[int], dict[int, bool]]:
+    """``(msgs, {memory: whether its current text came from one of msgs})`` for the message rows to delete.
 
     Run before the messages go (their links cascade with them).
     """
-    where = "scope_id = ?"
-    args: list[Any] = [scope_id]
-    if thread is not None:
-        where += " AND thread = ?"
-        args.append(thread)
-    msgs: set[int] = set()
-    if ext_ids is None:
-        msgs = {int(r[0]) for r in conn.execute(f"SELECT id FROM messages WHERE {where}", args)}
-    else:
-        for i in range(0, len(ext_ids), 500):
-            names = list(ext_ids[i : i + 500])
-            marks = ",".join("?" * len(names))
-            msgs.update(
-                int(r[0])
-                for r in conn.execute(f"SELECT id FROM messages WHERE {where} AND ext_id IN ({marks})", (*args, *names))
-            )
     affected: dict[int, bool] = {}
     msg_ids = sorted(msgs)
     for i in range(0, len(msg_ids), 500):

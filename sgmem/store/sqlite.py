@@ -460,29 +460,33 @@ class SQLiteStore:
         return [r[0] for r in rows]
 
     # ---------------------------------------------------------------- delete
+    def message_rows(self, scope_id: int, thread: str | None, ext_ids: Sequence[str] | None) -> set[int]:
+        """Row ids of the scope's messages: all, a thread's, or those with these caller ids (in ``thread``)."""
+        where = "scope_id = ?"
+        args: list[Any] = [scope_id]
+        if thread is not None:
+            where += " AND thread = ?"
+            args.append(thread)
+        if ext_ids is None:
+            return {int(r[0]) for r in self.conn.execute(f"SELECT id FROM messages WHERE {where}", args)}
+        out: set[int] = set()
+        for i in range(0, len(ext_ids), 500):
+            chunk = list(ext_ids[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT id FROM messages WHERE {where} AND ext_id IN ({marks})"
+            out.update(int(r[0]) for r in self.conn.execute(sql, (*args, *chunk)))
+        return out
+
     def delete(self, scope_id: int, thread: str | None, ext_ids: Sequence[str] | None) -> dict[str, Any]:
         """Delete messages and everything derived from them; return counts.
 
         Must run inside :meth:`write`. Chronological edges are re-linked over
         the gap so each thread stays one chain.
         """
-        where = "scope_id = ?"
-        args: list[Any] = [scope_id]
-        if thread is not None:
-            where += " AND thread = ?"
-            args.append(thread)
+        rows = sorted(self.message_rows(scope_id, thread, ext_ids))
         self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _del (id INTEGER PRIMARY KEY)")
         self.conn.execute("DELETE FROM _del")
-        if ext_ids is not None:
-            for i in range(0, len(ext_ids), 500):
-                chunk = list(ext_ids[i : i + 500])
-                marks = ",".join("?" * len(chunk))
-                self.conn.execute(
-                    f"INSERT OR IGNORE INTO _del SELECT id FROM messages WHERE {where} AND ext_id IN ({marks})",
-                    (*args, *chunk),
-                )
-        else:
-            self.conn.execute(f"INSERT INTO _del SELECT id FROM messages WHERE {where}", args)
+        self.conn.executemany("INSERT INTO _del (id) VALUES (?)", [(r,) for r in rows])
         n_msg = self.conn.execute("SELECT COUNT(*) FROM _del").fetchone()[0]
         if not n_msg:
             return {"messages": 0, "sentences": 0, "edges": 0, "vectors": 0, "threads": ()}

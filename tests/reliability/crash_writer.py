@@ -9,11 +9,16 @@ knows exactly which adds returned before it sent SIGKILL. Every
 ``REOPEN_EVERY`` batches the Memory is closed (saving its FAISS caches, so
 kills also land inside cache writes) and opened again.
 
+``FAULT`` starting with ``replace`` (``replace`` or ``replace,tx:N``) switches to the
+replace loop: batch ``b`` replaces the whole of one thread with :func:`rbatch` ``(b)``
+(even ``b``: by thread; odd ``b``: by message ids, which the new value reuses), and
+``ADDED <b>`` is printed once that replace returned.
+
 ``FAULT`` widens a window so the parent can kill inside it on purpose:
 
 - ``tx:N``: inside the N-th add's transaction, after its messages are
-  inserted and before its sentences are, the writer prints ``INTX <b>`` and
-  sleeps;
+  inserted and before its sentences are (for a replace: after its delete), the
+  writer prints ``INTX <b>`` and sleeps;
 - ``save:N``: during the N-th FAISS cache file replacement, after the turn
   index is replaced and before the sentence index and metadata are, it prints
   ``INSAVE`` and sleeps.
@@ -36,6 +41,8 @@ from sgmem.store.sqlite import SQLiteStore  # noqa: E402
 from tests.reliability.helpers import FastEmbedder  # noqa: E402
 
 SCOPES = ("tenant-a", "tenant-b")
+REPLACE_SCOPE, REPLACE_THREAD = "tenant-r", "profile"
+REPLACE_SIZE = 3
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 PAUSE_S = 5.0
 
@@ -51,6 +58,20 @@ def batch(b: int, size: int) -> list[dict[str, Any]]:
             "metadata": {"batch": b, "pos": j},
         }
         for j in range(size)
+    ]
+
+
+def rbatch(v: int) -> list[dict[str, Any]]:
+    """Value ``v`` of the replaced thread: the same ids every time, the value in every text."""
+    return [
+        {
+            "id": f"r-m{j}",
+            "role": "user" if j % 2 == 0 else "assistant",
+            "content": f"Value val{v}x line {j}. Kept whole or not at all!",
+            "at": T0 + timedelta(minutes=v),
+            "metadata": {"value": v, "pos": j},
+        }
+        for j in range(REPLACE_SIZE)
     ]
 
 
@@ -98,6 +119,7 @@ def _inject(fault: str, current: list[int]) -> None:
 def main() -> None:
     store, first, n, size, reopen = sys.argv[1], *map(int, sys.argv[2:6])
     fault = sys.argv[6] if len(sys.argv) > 6 else ""
+    mode, fault = ("replace", fault.partition(",")[2]) if fault.startswith("replace") else ("", fault)
     current = [first]
     _inject(fault, current)
     emb = FastEmbedder()
@@ -105,7 +127,11 @@ def main() -> None:
     print("READY", flush=True)
     for b in range(first, first + n):
         current[0] = b
-        mem.add(batch(b, size), scope=scope_of(b), thread=f"thread-{b % 3}")
+        if mode == "replace":
+            ids = None if b % 2 == 0 else [m["id"] for m in rbatch(b)]
+            mem.replace(rbatch(b), scope=REPLACE_SCOPE, thread=REPLACE_THREAD, message_ids=ids)
+        else:
+            mem.add(batch(b, size), scope=scope_of(b), thread=f"thread-{b % 3}")
         print(f"ADDED {b}", flush=True)
         if reopen and (b - first + 1) % reopen == 0:
             mem.close()
