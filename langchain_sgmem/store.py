@@ -478,6 +478,7 @@ class SGMemStore(BaseStore):
         }
 
     def _apply(self, plan: dict[str, list[tuple[PutOp, dict[str, Any] | None]]]) -> None:
+        """Per namespace, one :meth:`sgmem.Memory.replace`: its puts and deletes commit together."""
         for scope, group in plan.items():
             with self._write_lock:
                 ids = [_item_id(op.key) for op, _ in group]
@@ -490,19 +491,8 @@ class SGMemStore(BaseStore):
                     if prev is not None:
                         msg["metadata"][_META]["created_at"] = prev.metadata[_META]["created_at"]
                     new.append(msg)
-                if new:
-                    self._replace(scope, new, list(old))
-                elif old:
-                    self.memory.delete(scope=scope, message_ids=list(old))
-
-    def _replace(self, scope: str, messages: list[dict[str, Any]], old_ids: list[str]) -> None:
-        replace = getattr(self.memory, "replace", None)
-        if replace is not None:
-            replace(messages, scope=scope, thread=STORE_THREAD, message_ids=old_ids)
-            return
-        if old_ids:  # pragma: no cover - before Memory.replace existed (not atomic)
-            self.memory.delete(scope=scope, message_ids=old_ids)
-        self.memory.add(messages, scope=scope, thread=STORE_THREAD)
+                # every key of the group, present or not: an item another process put meanwhile is replaced too
+                self.memory.replace(new, scope=scope, thread=STORE_THREAD, message_ids=ids)
 
     # ------------------------------------------------------------------- reads
     @staticmethod
