@@ -17,7 +17,6 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     BaseStore,
     GetOp,
-    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     Op,
@@ -137,10 +136,10 @@ class SGMemStore(BaseStore):
     - ``created_at`` is kept when an item is updated.
     - Without ``query``, namespaces are read in namespace order, items in
       insertion order (``InMemoryStore``: namespaces in first-write order).
-    - Namespace labels may not contain ``"."`` or NUL, nor be empty, and the
-      first may not be ``"langgraph"`` (the store's prefix is refused even via
-      ``batch``); values must be JSON that replays equal (no tuples, non-string
-      keys, NaN, lone surrogates), where ``InMemoryStore`` keeps any object.
+    - Namespace labels may not contain ``"."`` or NUL (LangGraph's ``put``
+      refuses ``"."`` too, ``batch`` does not); values must be JSON that replays
+      equal (no tuples, non-string keys, NaN, lone surrogates, sets, bytes),
+      where ``InMemoryStore`` keeps any Python object.
     - With ``query`` and ``offset``, unscored items page after the scored ones
       (``InMemoryStore`` repeats them on every page).
     - TTL is not supported (``supports_ttl = False``; a ``ttl`` is refused).
@@ -363,9 +362,8 @@ class SGMemStore(BaseStore):
         ):
             raise InvalidInputError(f"{f}max_depth", op.max_depth, "an int >= 1 or None")
         if isinstance(op, PutOp):
-            check_name(self.scope_of(op.namespace), f"{f}namespace", limits)  # refuses empty namespaces
-            if op.namespace[0] == "langgraph":
-                raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph". Got: {op.namespace}')
+            # refuses empty namespaces; a "langgraph" root is refused by put(), allowed in batch() (as LangGraph does)
+            check_name(self.scope_of(op.namespace), f"{f}namespace", limits)
             if op.ttl is not None:
                 raise NotImplementedError("SGMemStore does not support TTL; pass ttl=None.")
             if op.value is None:
