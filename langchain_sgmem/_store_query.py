@@ -16,11 +16,16 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import InvalidNamespaceError, MatchCondition, get_text_at_path, tokenize_path
 
-from sgmem import InvalidInputError
+from sgmem import InvalidInputError, Memory
+
+from .wrappers import SGMemEmbeddings
 
 __all__ = [
+    "DEFAULT_INDEX",
+    "INDEX_KEYS",
     "MAX_VALUE_DEPTH",
     "OPERATORS",
     "check_filter",
@@ -32,10 +37,15 @@ __all__ = [
     "matches_filter",
     "namespace_to_scope",
     "render_value",
+    "resolve_index",
     "scope_to_namespace",
     "tokenize_fields",
 ]
 
+#: The keys of LangGraph's ``IndexConfig`` the store honours.
+INDEX_KEYS = ("dims", "embed", "fields")
+#: ``index`` not given: the Memory's embedder, the whole value (``"$"``) unless ``fields`` says otherwise.
+DEFAULT_INDEX: Any = object()
 #: Deepest nesting of a stored value (JSON encoders recurse; Python's limit is ~1,000 frames).
 MAX_VALUE_DEPTH = 100
 
@@ -271,3 +281,50 @@ def decode_vectors(encoded: list[str], dims: int) -> np.ndarray | None:
     if not encoded or len(raw) != 4 * dims * len(encoded):
         return None
     return np.frombuffer(raw, dtype="<f4").reshape(len(encoded), dims)
+
+
+# ---------------------------------------------------------------- index config
+def resolve_index(memory: Memory, index: Any, fields: Any) -> dict[str, Any] | None:
+    """The store's index config from its ``index``/``fields`` arguments (``None``: key-value only).
+
+    ``embed`` left out means the Memory's embedder (wrapped as LangChain
+    ``Embeddings``), and ``dims`` its dimension; a :class:`sgmem.Embedder` is
+    wrapped likewise. Raises :class:`sgmem.InvalidInputError` for a bad config.
+    """
+    if fields is not None and (
+        isinstance(fields, str) or not isinstance(fields, list) or not fields
+        or not all(isinstance(f, str) and f for f in fields)
+    ):  # fmt: skip
+        raise InvalidInputError("fields", fields, "a non-empty list of value paths, e.g. ['text'] or ['$']")
+    if index is None:
+        if fields is not None:
+            raise InvalidInputError("fields", fields, "None when index=None (a key-value store embeds nothing)")
+        return None
+    if index is DEFAULT_INDEX:
+        index = {}
+    if not isinstance(index, Mapping):
+        raise InvalidInputError("index", index, "None or a dict {'dims': int, 'embed': ..., 'fields': [...]}")
+    unknown = sorted(set(index) - set(INDEX_KEYS), key=str)
+    if unknown:
+        raise InvalidInputError("index", unknown, f"only the keys {list(INDEX_KEYS)}")
+    if fields is not None and index.get("fields") is not None:
+        raise InvalidInputError("fields", fields, "None when index has 'fields' (give them once)")
+    cfg = dict(index)
+    paths = cfg.get("fields") if cfg.get("fields") is not None else (fields or ["$"])
+    if isinstance(paths, str) or not isinstance(paths, list) or not paths:
+        raise InvalidInputError("index['fields']", paths, "a non-empty list of value paths, e.g. ['text']")
+    if not all(isinstance(p, str) and p for p in paths):
+        raise InvalidInputError("index['fields']", paths, "non-empty strings (LangGraph value paths)")
+    cfg["fields"] = list(paths)
+    embed = cfg.get("embed")
+    if embed is None:
+        cfg["embed"] = SGMemEmbeddings(memory.embedder)
+        cfg.setdefault("dims", int(memory.embedder.dim))
+    elif all(hasattr(embed, a) for a in ("embed", "name", "dim")) and not isinstance(embed, Embeddings):
+        cfg["embed"] = SGMemEmbeddings(embed)  # a sgmem.Embedder
+        cfg.setdefault("dims", int(embed.dim))
+    dims = cfg.get("dims")
+    if isinstance(dims, bool) or not isinstance(dims, (int, np.integer)) or int(dims) < 1:
+        raise InvalidInputError("index['dims']", dims, "a positive int: the length of the embedding vectors")
+    cfg["dims"] = int(dims)
+    return cfg

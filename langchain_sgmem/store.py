@@ -33,6 +33,7 @@ from sgmem.gate.blas import single_thread_blas
 from sgmem.validate import check_name, normalise_messages
 
 from ._store_query import (
+    DEFAULT_INDEX,
     check_filter,
     check_value,
     decode_vectors,
@@ -42,6 +43,7 @@ from ._store_query import (
     matches_filter,
     namespace_to_scope,
     render_value,
+    resolve_index,
     scope_to_namespace,
     tokenize_fields,
 )
@@ -64,12 +66,10 @@ _SPEAKER = "memory"
 #: The text sgmem indexes for an item kept out of chat recall: one constant, so sgmem
 #: embeds it once per namespace and never again (the store ranks by its own vectors).
 _PLACEHOLDER = "(LangGraph store item)"
-_INDEX_KEYS = ("dims", "embed", "fields")
 #: [D] Embedding calls run on these worker threads, as InMemoryStore's query embeddings do: with
 #: torch's OpenMP pool, one short text embedded from the main thread measured 16x slower than from a
 #: worker thread on a busy 2-core machine (the pool's spinning threads; 763 vs 46 ms per query).
 _EMBED_POOL = cf.ThreadPoolExecutor(max_workers=4, thread_name_prefix="sgmem-store-embed")
-_DEFAULT: Any = object()
 
 
 @dataclass
@@ -205,7 +205,7 @@ class SGMemStore(BaseStore):
         self,
         memory: Memory,
         *,
-        index: Mapping[str, Any] | None = _DEFAULT,
+        index: Mapping[str, Any] | None = DEFAULT_INDEX,
         fields: list[str] | None = None,
         recall_in_chat: bool = False,
         cache_bytes: int = 64 << 20,
@@ -217,7 +217,7 @@ class SGMemStore(BaseStore):
         if isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or cache_bytes < 0:
             raise InvalidInputError("cache_bytes", cache_bytes, "an int >= 0 (bytes of decoded items kept per store)")
         self.cache_bytes = cache_bytes
-        self.index_config: dict[str, Any] | None = self._resolve_index(index, fields)
+        self.index_config: dict[str, Any] | None = resolve_index(self.memory, index, fields)
         self.embeddings: Embeddings | None = self.index_config["embed"] if self.index_config else None
         self._own_embedder = None
         if self.index_config is not None:
@@ -230,45 +230,6 @@ class SGMemStore(BaseStore):
         self._write_lock = threading.RLock()
         self._cache: OrderedDict[str, _ScopeItems] = OrderedDict()
         self._cache_lock = threading.Lock()
-
-    def _resolve_index(self, index: Any, fields: Any) -> dict[str, Any] | None:
-        if fields is not None and (
-            isinstance(fields, str) or not isinstance(fields, list) or not fields
-            or not all(isinstance(f, str) and f for f in fields)
-        ):  # fmt: skip
-            raise InvalidInputError("fields", fields, "a non-empty list of value paths, e.g. ['text'] or ['$']")
-        if index is None:
-            if fields is not None:
-                raise InvalidInputError("fields", fields, "None when index=None (a key-value store embeds nothing)")
-            return None
-        if index is _DEFAULT:
-            index = {}
-        if not isinstance(index, Mapping):
-            raise InvalidInputError("index", index, "None or a dict {'dims': int, 'embed': ..., 'fields': [...]}")
-        unknown = sorted(set(index) - set(_INDEX_KEYS), key=str)
-        if unknown:
-            raise InvalidInputError("index", unknown, f"only the keys {list(_INDEX_KEYS)}")
-        if fields is not None and index.get("fields") is not None:
-            raise InvalidInputError("fields", fields, "None when index has 'fields' (give them once)")
-        cfg = dict(index)
-        paths = cfg.get("fields") if cfg.get("fields") is not None else (fields or ["$"])
-        if isinstance(paths, str) or not isinstance(paths, list) or not paths:
-            raise InvalidInputError("index['fields']", paths, "a non-empty list of value paths, e.g. ['text']")
-        if not all(isinstance(p, str) and p for p in paths):
-            raise InvalidInputError("index['fields']", paths, "non-empty strings (LangGraph value paths)")
-        cfg["fields"] = list(paths)
-        embed = cfg.get("embed")
-        if embed is None:
-            cfg["embed"] = SGMemEmbeddings(self.memory.embedder)
-            cfg.setdefault("dims", int(self.memory.embedder.dim))
-        elif all(hasattr(embed, a) for a in ("embed", "name", "dim")) and not isinstance(embed, Embeddings):
-            cfg["embed"] = SGMemEmbeddings(embed)  # a sgmem.Embedder
-            cfg.setdefault("dims", int(embed.dim))
-        dims = cfg.get("dims")
-        if isinstance(dims, bool) or not isinstance(dims, (int, np.integer)) or int(dims) < 1:
-            raise InvalidInputError("index['dims']", dims, "a positive int: the length of the embedding vectors")
-        cfg["dims"] = int(dims)
-        return cfg
 
     def __repr__(self) -> str:
         fields = self.index_config["fields"] if self.index_config else None
@@ -544,7 +505,9 @@ class SGMemStore(BaseStore):
                 self._cache.move_to_end(scope)
                 return hit
         dims = self.index_config["dims"] if self.index_config else 0
-        metas, blocks, owner = [], [], []
+        metas: list[dict[str, Any]] = []
+        blocks: list[np.ndarray] = []
+        owner: list[int] = []
         for m in mem.messages(scope=scope, thread=STORE_THREAD):
             meta = m.metadata.get(_META)
             if not isinstance(meta, dict):
