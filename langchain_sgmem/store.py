@@ -128,8 +128,13 @@ class SGMemStore(BaseStore):
     them one after another. Within a batch, reads see the store as it was
     before the batch's writes, and the last write to a key wins.
 
-    Differences from InMemoryStore (each measured by LangGraph's own store
-    tests, see ``tests/integration/langchain/lg_store_shim.py``):
+    LangGraph's own store tests (``libs/checkpoint/tests/test_store.py`` of the
+    langgraph repository, run through ``tests/integration/langchain/lg_store_shim.py``)
+    pass on this store as on ``InMemoryStore`` (24 of 24 each); none of them
+    exercises the differences below, which the contract tests
+    (``test_store_contract.py``) pin instead.
+
+    Differences from InMemoryStore:
 
     - ``list_namespaces`` lists namespaces that hold items (``InMemoryStore``
       keeps listing a namespace after its last item is deleted).
@@ -144,6 +149,8 @@ class SGMemStore(BaseStore):
       (``InMemoryStore`` repeats them on every page).
     - TTL is not supported (``supports_ttl = False``; a ``ttl`` is refused).
     - ``embed`` must be usable synchronously (``abatch`` runs ``batch`` in a thread).
+    - A put refused or failing to embed raises, and nothing of its batch is
+      written (``InMemoryStore`` may have applied earlier ops).
 
     Setup:
         .. code-block:: bash
