@@ -155,8 +155,9 @@ LANGCHAIN: list[Cell] = [
 `SGMemMiddleware` gives a `create_agent` agent long-term memory: before each
 model call it appends what sgmem recalls for the latest user message to the
 system message, and after the run it stores the new user and assistant
-messages. `SGMemStore` is a LangGraph store kept in the same sgmem scope, so
-what tools save there is recalled too.
+messages. `SGMemStore` is a LangGraph store kept in sgmem; with
+`recall_in_chat=True` its items live in the user's scope, so what tools save
+there is recalled in chat too (by default store items stay out of chat recall).
 
 This notebook runs offline with a **fake chat model** that answers from a
 script and records what it was sent, so we can see the memories arrive.
@@ -214,7 +215,7 @@ under the user's namespace `(scope,)`, which is the same sgmem scope.
 """),
     code("""
 mem = sgmem.Memory()          # in RAM; sgmem.Memory("./memory") persists
-store = SGMemStore(mem)
+store = SGMemStore(mem, index={"fields": ["text"]}, recall_in_chat=True)
 
 
 @dataclass
@@ -286,7 +287,8 @@ for m in mem.messages(scope="alice"):
     print(f"[{m.thread}] {m.role}: {m.content}")
 """),
     md("""
-The store searches by meaning (`mode="vector"` by default):
+The store searches by meaning, as LangGraph's own stores do (each indexed
+field embedded alone; the score is a cosine, 1.0 for identical text):
 """),
     code("""
 for item in store.search(("alice",), query="food preferences", limit=2):

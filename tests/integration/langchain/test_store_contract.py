@@ -1,13 +1,10 @@
 """One LangGraph store contract, run against ``InMemoryStore(index=...)`` (the reference) and ``SGMemStore``.
 
 Every behaviour runs on both stores; where a result can be compared, the two
-must agree. Known, deliberate differences (not tested as agreement):
+must agree — semantic search included: same order, same scores. Known, deliberate differences (not tested as agreement):
 
 - ``InMemoryStore`` keeps listing a namespace after its last item is deleted
   (or after a mere ``get`` on it); ``SGMemStore`` lists namespaces holding items.
-- Ranking with ``query=`` differs in detail (InMemoryStore embeds the JSON
-  of the value; SGMemStore ranks sentences of a text rendering through sgmem):
-  the best match must agree, not the full order.
 - Without ``query``, order across namespaces is the reference's insertion
   order and SGMemStore's namespace order: compared as sets.
 - ``SGMemStore`` keeps ``created_at`` when an item is updated.
@@ -213,6 +210,15 @@ def test_semantic_search_agrees_on_the_best_match(
         assert len(found) == len(ITEMS)  # every item is ranked
         scores = [it.score for it in found]
         assert all(isinstance(s, float) for s in scores) and scores == sorted(scores, reverse=True)
+
+
+@pytest.mark.parametrize(
+    "query", ["What pet does Alice have?", "favourite hot drink", '{"kind": "doc", "text": "How to install"}']
+)
+def test_semantic_search_scores_agree(filled_pair: dict[str, BaseStore], query: str) -> None:
+    ref, ours = (filled_pair[k].search((), query=query, limit=len(ITEMS)) for k in KINDS)
+    assert [(it.namespace, it.key) for it in ours] == [(it.namespace, it.key) for it in ref]
+    assert [it.score for it in ours] == pytest.approx([it.score for it in ref], abs=1e-5)
 
 
 def test_semantic_search_with_filter_prefix_and_offset(filled_pair: dict[str, BaseStore]) -> None:

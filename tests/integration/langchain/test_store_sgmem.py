@@ -13,7 +13,7 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 
 import sgmem
 from langchain_sgmem import SGMemChatMessageHistory, SGMemRetriever, SGMemStore
-from langchain_sgmem.store import STORE_THREAD
+from langchain_sgmem.store import STORE_SCOPE_PREFIX, STORE_THREAD
 
 pytestmark = [pytest.mark.integration, pytest.mark.both_backends]  # both: SQLite and PostgreSQL
 
@@ -38,18 +38,38 @@ def test_items_are_durable(embedder: sgmem.Embedder, tmp_path: Path) -> None:
         assert store.search(("users",), query="What is the cat called?")[0].value == value
 
 
-def test_a_namespace_is_a_scope_shared_with_chat(memory: sgmem.Memory, store: SGMemStore) -> None:
+def test_items_stay_out_of_chat_recall_by_default(memory: sgmem.Memory, store: SGMemStore) -> None:
     store.put(ALICE, "pet", {"text": "Alice adopted a grey cat named Miso."})
     SGMemChatMessageHistory(memory, scope="users.alice", thread="chat-1").add_user_message("I run marathons.")
     memory.add({"role": "user", "content": "chat only"}, scope="bob", thread="t")
     memory.add({"role": "user", "content": "odd name"}, scope="a..b", thread="t")
-    # the item is a memory of scope "users.alice": sgmem retrieval sees it ...
+    # chat recall of the user's scope never returns the item ...
+    assert memory.threads(scope="users.alice") == ["chat-1"]
+    assert all("Miso" not in h.text for h in memory.search("What is the cat called?", scope="users.alice"))
+    assert "Miso" not in memory.context("What is the cat called?", scope="users.alice")
+    docs = SGMemRetriever(memory=memory, scope="users.alice", k=5).invoke("What is the cat called?")
+    assert all("Miso" not in d.page_content for d in docs)
+    # ... while the store finds it, and lists only namespaces that hold items
+    assert [it.key for it in store.search(ALICE, query="What is the cat called?")] == ["pet"]
+    assert store.list_namespaces() == [ALICE]
+    assert store.scope_of(ALICE) == STORE_SCOPE_PREFIX + "users.alice" and store.scope_of(ALICE) in memory.scopes()
+    store.delete(ALICE, "pet")
+    assert store.list_namespaces() == [] and store.scope_of(ALICE) not in memory.scopes()
+    assert [m.content for m in memory.messages(scope="users.alice")] == ["I run marathons."]
+
+
+def test_recall_in_chat_shares_the_namespace_scope(memory: sgmem.Memory) -> None:
+    store = SGMemStore(memory, index={"fields": ["text"]}, recall_in_chat=True)
+    store.put(ALICE, "pet", {"text": "Alice adopted a grey cat named Miso.", "year": 2021})
+    SGMemChatMessageHistory(memory, scope="users.alice", thread="chat-1").add_user_message("I run marathons.")
+    memory.add({"role": "user", "content": "odd name"}, scope="a..b", thread="t")
     assert memory.threads(scope="users.alice") == [STORE_THREAD, "chat-1"]
     docs = SGMemRetriever(memory=memory, scope="users.alice", k=1).invoke("What is the cat called?")
-    assert "Miso" in docs[0].page_content
-    # ... while the store sees only its items, and only namespaces that hold items
+    assert docs[0].page_content == "Alice adopted a grey cat named Miso."  # the indexed field is the text
     assert [it.key for it in store.search(ALICE, query="marathon running")] == ["pet"]
     assert store.list_namespaces() == [ALICE]
+    # the two layouts never see each other's items
+    assert SGMemStore(memory).get(ALICE, "pet") is None
     store.delete(ALICE, "pet")
     assert store.list_namespaces() == []
     assert [m.content for m in memory.messages(scope="users.alice")] == ["I run marathons."]
@@ -76,17 +96,16 @@ def test_configured_fields_choose_what_is_indexed(memory: sgmem.Memory) -> None:
     store.put(ALICE, "a", {"summary": "A trip to Japan in April.", "body": "cats cats cats"})
     store.put(ALICE, "b", {"summary": "Adopting a cat from the shelter.", "body": "travel"})
     assert store.search(ALICE, query="holiday abroad", limit=1)[0].key == "a"
-    (msg_a,) = memory.get(scope="users.alice", message_ids=["lgstore:a"])
-    assert msg_a.content == "A trip to Japan in April."  # only the indexed field is sgmem text
+    assert store.search(ALICE, query="cats cats cats", limit=1)[0].key == "b"  # body is not indexed
 
 
 BAD_BATCHES: list[tuple[list[Any], type[Exception], str]] = [
     ([PutOp(("a.b",), "k", {"v": 1})], InvalidNamespaceError, "'.'"),
     ([PutOp((), "k", {"v": 1})], InvalidNamespaceError, "empty"),
     ([PutOp(("ok",), "k", {"v": 1}), PutOp(("x", ""), "k", {"v": 1})], InvalidNamespaceError, "empty"),
-    ([PutOp(("ok",), "k", {"v": object()})], sgmem.InvalidInputError, "JSON"),
-    ([PutOp(("ok",), "k", {"v": math.nan})], sgmem.InvalidInputError, "JSON"),
-    ([PutOp(("ok",), "k", {1: "int key"})], sgmem.InvalidInputError, "string keys"),
+    ([PutOp(("ok",), "k", {"v": object()})], sgmem.InvalidInputError, "value['v']"),
+    ([PutOp(("ok",), "k", {"v": math.nan})], sgmem.InvalidInputError, "finite"),
+    ([PutOp(("ok",), "k", {1: "int key"})], sgmem.InvalidInputError, "keys that are strings"),
     ([PutOp(("ok",), "k", ["not", "a", "dict"])], sgmem.InvalidInputError, "dict"),
     ([PutOp(("ok",), "", {"v": 1})], sgmem.InvalidInputError, "key"),
     ([PutOp(("ok",), "k" * 600, {"v": 1})], sgmem.InvalidInputError, "key"),
@@ -128,8 +147,10 @@ def test_bad_construction(memory: sgmem.Memory) -> None:
         SGMemStore("memory")  # type: ignore[arg-type]
     with pytest.raises(sgmem.InvalidInputError, match="fields"):
         SGMemStore(memory, fields="text")  # type: ignore[arg-type]
-    with pytest.raises(sgmem.InvalidInputError, match="mode"):
-        SGMemStore(memory, mode="fuzzy")
+    with pytest.raises(TypeError):
+        SGMemStore(memory, mode="vector")  # type: ignore[call-arg]  # the store ranks by its own vectors
+    with pytest.raises(sgmem.InvalidInputError, match="recall_in_chat"):
+        SGMemStore(memory, recall_in_chat="yes")  # type: ignore[arg-type]
 
 
 class State(TypedDict, total=False):
