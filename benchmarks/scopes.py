@@ -195,8 +195,8 @@ def render(res: dict[str, Any]) -> str:
         "MiniLM: the figures are the engine's). Each process is a fresh interpreter; RSS in MiB, per scope in KiB.",
         "",
         "| caches | writer RSS before → after | per scope | search-only RSS before → after | per scope "
-        "| scopes cached (MiB) | store on disk | per scope | gate state per scope | found |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| cache entries (estimated MiB) | database | per scope | gate state per scope | FAISS cache files | found |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for v in res["variants"].values():
         w, r, d = v["write"], v["search"], v["disk"]
@@ -208,9 +208,9 @@ def render(res: dict[str, Any]) -> str:
         lines.append(
             f"| {budget} | {mb(w['rss_before']):.0f} → {mb(w['rss_after']):.0f} | "
             f"{kb(w['rss_after'] - w['rss_before']):.1f} | {mb(r['rss_before']):.0f} → {mb(r['rss_after']):.0f} | "
-            f"{kb(r['rss_after'] - r['rss_before']):.1f} | {r['cached'] // 2:,} ({mb(r['cached_bytes']):.0f}) | "
-            f"{mb(d['store']):.0f} MiB | {kb(d['store']):.1f} KiB | {kb(d['gate_state_blobs']):.2f} KiB | "
-            f"{r['found']:,}/{n:,} |"
+            f"{kb(r['rss_after'] - r['rss_before']):.1f} | {r['cached']:,} ({mb(r['cached_bytes']):.0f}) | "
+            f"{mb(d['db']):.0f} MiB | {kb(d['db']):.1f} KiB | {kb(d['gate_state_blobs']):.2f} KiB | "
+            f"{mb(d['store'] - d['db']):.0f} MiB | {r['found']:,}/{n:,} |"
         )
     w0 = next(iter(res["variants"].values()))["write"]
     lines += [
