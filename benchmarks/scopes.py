@@ -12,7 +12,7 @@ Each variant runs in fresh child processes, in the same run:
 - ``small budget``: ``Config(cache_bytes=16 MiB)``.
 
 The figure is about the engine, not the model: the embedder is a hashed bag of words
-with MiniLM's 384 dimensions (:class:`HashEmbedder`), so 50,000 messages are written in
+with MiniLM's 384 dimensions (:func:`stand_in`), so 50,000 messages are written in
 minutes on two cores instead of being embedded by MiniLM for an hour. Vectors, sentences,
 keywords, facts and the gate's state are stored exactly as with MiniLM.
 """
@@ -20,9 +20,7 @@ keywords, facts and the gate's state are stored exactly as with MiniLM.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import re
 import subprocess
 import sys
 import tempfile
@@ -31,34 +29,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-__all__ = ["HashEmbedder", "main", "render", "run_scopes"]
+__all__ = ["main", "render", "run_scopes", "stand_in"]
 
 ROOT = Path(__file__).resolve().parents[1]
 MIB = 1024 * 1024
 VARIANTS = {"default": None, "unbounded": 2**62, "small budget": 16 * MIB}
 TOPICS = ["hiking", "cello", "sourdough", "marathon", "chess", "pottery", "sailing", "gardening", "jazz", "kayaking"]
-_WORD = re.compile(r"\w+")
 
 
-class HashEmbedder:
-    """Hashed bag of words, 384 dimensions, unit-normalised: MiniLM's shape at no model cost."""
+def stand_in() -> Any:
+    """MiniLM's shape at no model cost: the soak benchmark's hashed bag of words, 384 dimensions."""
+    from benchmarks.soak import HashingEmbedder
 
-    name = "bench-hash-bow-384"
-    dim = 384
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for tok in _WORD.findall(text.lower()) or [text]:
-                h = int.from_bytes(
-                    hashlib.blake2b(tok.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little"
-                )
-                out[i, h % self.dim] += 1.0 if (h >> 32) & 1 else -1.0
-            n = float(np.linalg.norm(out[i]))
-            out[i] = out[i] / n if n else 1.0 / np.sqrt(self.dim)
-        return out
+    return HashingEmbedder(384)
 
 
 def messages(s: int, per_scope: int) -> list[dict[str, str]]:
@@ -89,7 +72,7 @@ def _rss() -> int:
 def _write(path: str, n: int, per_scope: int, cache_bytes: int | None) -> dict[str, Any]:
     import sgmem
 
-    mem = sgmem.Memory(path, embedder=HashEmbedder(), config=_config(cache_bytes))
+    mem = sgmem.Memory(path, embedder=stand_in(), config=_config(cache_bytes))
     rss0 = _rss()
     t0 = time.perf_counter()
     for s in range(n):
@@ -109,7 +92,7 @@ def _write(path: str, n: int, per_scope: int, cache_bytes: int | None) -> dict[s
 def _search(path: str, n: int, cache_bytes: int | None) -> dict[str, Any]:
     import sgmem
 
-    mem = sgmem.Memory(path, embedder=HashEmbedder(), config=_config(cache_bytes))
+    mem = sgmem.Memory(path, embedder=stand_in(), config=_config(cache_bytes))
     rss0 = _rss()
     t0 = time.perf_counter()
     found = 0
@@ -171,7 +154,7 @@ def run_scopes(
 ) -> dict[str, Any]:
     """Write ``n`` scopes × ``per_scope`` messages and search them all, per cache variant."""
     say = progress or (lambda _s: None)
-    out: dict[str, Any] = {"scopes": n, "per_scope": per_scope, "embedder": HashEmbedder.name, "variants": {}}
+    out: dict[str, Any] = {"scopes": n, "per_scope": per_scope, "embedder": stand_in().name, "variants": {}}
     with tempfile.TemporaryDirectory(dir=scratch) as tmp:
         for name in variants:
             budget = VARIANTS[name]
@@ -195,8 +178,8 @@ def render(res: dict[str, Any]) -> str:
         "MiniLM: the figures are the engine's). Each process is a fresh interpreter; RSS in MiB, per scope in KiB.",
         "",
         "| caches | writer RSS before → after | per scope | search-only RSS before → after | per scope "
-        "| scopes cached (MiB) | store on disk | per scope | gate state per scope | found |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| cache entries (estimated MiB) | database | per scope | gate state per scope | FAISS cache files | found |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for v in res["variants"].values():
         w, r, d = v["write"], v["search"], v["disk"]
@@ -208,9 +191,9 @@ def render(res: dict[str, Any]) -> str:
         lines.append(
             f"| {budget} | {mb(w['rss_before']):.0f} → {mb(w['rss_after']):.0f} | "
             f"{kb(w['rss_after'] - w['rss_before']):.1f} | {mb(r['rss_before']):.0f} → {mb(r['rss_after']):.0f} | "
-            f"{kb(r['rss_after'] - r['rss_before']):.1f} | {r['cached'] // 2:,} ({mb(r['cached_bytes']):.0f}) | "
-            f"{mb(d['store']):.0f} MiB | {kb(d['store']):.1f} KiB | {kb(d['gate_state_blobs']):.2f} KiB | "
-            f"{r['found']:,}/{n:,} |"
+            f"{kb(r['rss_after'] - r['rss_before']):.1f} | {r['cached']:,} ({mb(r['cached_bytes']):.0f}) | "
+            f"{mb(d['db']):.0f} MiB | {kb(d['db']):.1f} KiB | {kb(d['gate_state_blobs']):.2f} KiB | "
+            f"{mb(d['store'] - d['db']):.0f} MiB | {r['found']:,}/{n:,} |"
         )
     w0 = next(iter(res["variants"].values()))["write"]
     lines += [

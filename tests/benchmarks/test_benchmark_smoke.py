@@ -195,3 +195,4 @@ def test_many_scopes_reports_memory_and_disk_for_every_cache_budget(tmp_path: Pa
         assert v["disk"]["store"] > v["disk"]["gate_state_blobs"] > 0
     text = scopes.render(res)
     assert "12 scopes × 5 messages" in text and "| unbounded |" in text and "256 MiB (default)" in text
+    assert "FAISS cache files" in text
