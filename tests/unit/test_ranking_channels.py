@@ -70,7 +70,7 @@ def rank_of(mem: sgmem.Memory, question: str, evidence: str, mode: str | None = 
 
 def hybrid(**weights: float) -> sgmem.Config:
     base = sgmem.Config()
-    return base.with_(hybrid=dataclasses.replace(base.hybrid, **weights))
+    return base.with_(hybrid=dataclasses.replace(base.hybrid, **weights))  # type: ignore[arg-type]
 
 
 PRIORS_OFF = {"neighbour_weight": 0.0, "neighbour_dense": 0.0, "propagation": 0.0}
