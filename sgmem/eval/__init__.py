@@ -1,4 +1,4 @@
-"""Evaluation harnesses (LoCoMo evidence recall) and their helpers."""
+"""Evaluation harnesses (LoCoMo evidence recall; leave-one-conversation-out in :mod:`sgmem.eval.loo`)."""
 
 from .cache import CachingEmbedder
 from .locomo import EvalReport, evaluate, load_locomo, render_report

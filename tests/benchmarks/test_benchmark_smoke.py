@@ -106,10 +106,18 @@ def test_quality_scores_every_system_on_the_same_turns(locomo_file: Path, cached
         for b in run.budgets:
             assert max(s.ctx_tokens[b]) <= b, s.name  # a prompt block never exceeds its budget
         assert s.ctx_mean(500) >= s.ctx_mean(60), s.name  # a larger budget holds at least as much evidence
+        for b in run.budgets:  # a whole turn is also a fragment; baselines pack whole turns
+            assert s.ctx_mean(b, whole=True) <= s.ctx_mean(b), s.name
+            if s.kind == "baseline" and b >= 500:
+                assert s.ctx_mean(b, whole=True) == s.ctx_mean(b), s.name
     text = quality.render(run)
     for name in names:
         assert f"| {name} | 5 |" in text
-    assert "×" in text  # ratios to the best baseline
+    # every ratio names its baseline; sgmem's own BM25 mode competes as the BM25 reference
+    name, best = quality.reference(run, lambda s: s.mean(5))
+    assert best == max(s.mean(5) for s in run.systems if s.kind == "baseline" or s.name == "sgmem bm25")
+    assert f"k = 5: {name} ({best:.1f})" in text
+    assert "counting whole turns" in text and "counting fragments" in text
 
 
 def test_skeleton_vectors_stay_near_minilm_and_queries_stay_real(embedder: Any, tmp_path: Path) -> None:
