@@ -16,6 +16,7 @@ import sgmem
 from sgmem.errors import InvalidInputError
 from sgmem.validate import check_int, check_mode, check_score
 
+from . import _persist
 from ._messages import check_key, check_memory, from_sgmem, query_text
 from .chat_store import SGMemChatStore
 
@@ -131,11 +132,40 @@ class SGMemMemory(BaseMemory):
             reset_deletes=reset_deletes,
         )
         self._store = SGMemChatStore(memory=memory, scope=self.scope)
+        _persist.remember(memory)
 
     @classmethod
     def class_name(cls) -> str:
         """Name used by LlamaIndex serialisation."""
         return "SGMemMemory"
+
+    # ------------------------------------------------------------ saving
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """The settings plus ``store_path``: enough for :meth:`from_dict` (and a workflow ``Context``) to rebuild it.
+
+        ``tokenizer_fn`` is not saved (the default is used again).
+
+        Raises:
+            sgmem.SgmemError: the store is in memory (no path), so it could not be rebuilt.
+        """
+        path = _persist.store_path(self.memory, "SGMemMemory")
+        data = super().to_dict(**kwargs)
+        data["store_path"] = path
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> SGMemMemory:  # type: ignore[override]
+        """Rebuild a memory saved by :meth:`to_dict`, opening its store (or reusing it when already open)."""
+        data = {**data, **kwargs}
+        data.pop("class_name", None)
+        memory = data.pop("memory", None) or _persist.open_store(data.pop("store_path", None), "SGMemMemory")
+        data.pop("store_path", None)
+        return cls(memory=memory, **data)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled as its saved form: the store's connection and caches are reopened, not copied;
+        # an in-memory store fails here, at pickling time, with the reason
+        return (_restore_memory, (self.to_dict(),))
 
     @classmethod
     def from_defaults(  # type: ignore[override]
@@ -275,3 +305,8 @@ class SGMemMemory(BaseMemory):
     def forget(self) -> None:
         """Delete this thread's messages and everything derived, for good (other threads stay)."""
         self._store.delete_messages(self.thread)
+
+
+def _restore_memory(data: dict[str, Any]) -> SGMemMemory:
+    """Unpickle an :class:`SGMemMemory` (see ``SGMemMemory.__reduce__``)."""
+    return SGMemMemory.from_dict(data)
