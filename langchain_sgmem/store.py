@@ -281,7 +281,12 @@ class SGMemStore(BaseStore):
         scores: dict[tuple[str, str], float] = {}
         for scope, n_items in ranked_scopes.items():
             hits = self.memory.search(
-                op.query, scope=scope, k=min(limits.max_k, n_items), mode=self.mode, threads=[STORE_THREAD]
+                op.query,
+                scope=scope,
+                k=min(limits.max_k, n_items),
+                mode=self.mode,
+                threads=[STORE_THREAD],
+                min_score=0,  # a LangGraph store ranks every item; no relevance cutoff
             )
             for h in hits:
                 for mid in h.message_ids:

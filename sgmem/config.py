@@ -30,6 +30,9 @@ __all__ = [
     "SGMEM_PAPER_LONGMEMEVAL",
 ]
 
+#: [D] The relevance cutoff calibrated for all-MiniLM-L6-v2, by embedder name (see ``Config.min_relevance``).
+MIN_RELEVANCE = {"sentence-transformers/all-MiniLM-L6-v2": 0.3}
+
 #: Retrieval modes :meth:`sgmem.Memory.search` accepts.
 MODES = ("hybrid", "vector", "graph", "bm25", "pyramid")
 
@@ -262,13 +265,16 @@ class Config:
         min_relevance: [D] the default ``min_score`` of :meth:`Memory.search`
             and :meth:`Memory.context`: hits whose :attr:`sgmem.Hit.relevance`
             is below it are dropped, so an unrelated question gets nothing
-            rather than the least bad memories. 0.3 chosen on the LoCoMo dev
-            split with MiniLM (``sgmem eval locomo --relevance``, rule: most
-            unrelated questions emptied while evidence drops at most 0.5
-            point): 96.7 % of 300 unrelated questions get an empty context,
-            evidence inside a 1,000-token context drops 0.4 points (86.5 →
-            86.2); chosen leave-one-conversation-out, 98.0 % and −1.1 points.
-            Another embedder needs its own value; 0 turns the cutoff off.
+            rather than the least bad memories. ``None`` (default): the value
+            calibrated for the embedder, :data:`MIN_RELEVANCE` (0.3) for the
+            default all-MiniLM-L6-v2 and 0 (no cutoff) for any other, whose
+            cosines mean something else. 0.3 was chosen on the LoCoMo dev split
+            (``sgmem eval locomo --relevance``; rule: most unrelated questions
+            emptied while evidence drops at most 0.5 point): 96.7 % of 300
+            unrelated questions get an empty context, evidence inside a
+            1,000-token context drops 0.4 points (86.5 → 86.2); chosen
+            leave-one-conversation-out, 98.0 % and −1.1 points. 0 turns the
+            cutoff off.
     """
 
     default_mode: str = "hybrid"
@@ -283,15 +289,15 @@ class Config:
     busy_timeout_s: float = 30.0
     session_by_day: bool = True
     context_turn_tokens: int = 40
-    min_relevance: float = 0.3
+    min_relevance: float | None = None
 
     def __post_init__(self) -> None:
         _plain_numbers(self)
         _check(
-            _is_number(self.min_relevance) and 0.0 <= self.min_relevance <= 1.0,
+            self.min_relevance is None or (_is_number(self.min_relevance) and 0.0 <= self.min_relevance <= 1.0),
             "Config.min_relevance",
             self.min_relevance,
-            "a relevance in [0, 1] (0 turns the cutoff off)",
+            "None (the embedder's calibrated value) or a relevance in [0, 1] (0 turns the cutoff off)",
         )
         _check(self.default_mode in MODES, "Config.default_mode", self.default_mode, f"one of {MODES}")
         _check(

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .aio import AsyncMethods
-from .config import Config
+from .config import MIN_RELEVANCE, Config
 from .context import ContextTurn, digest_turn
 from .derived.context import fit_with_derived
 from .derived.engine import DerivedEngine
@@ -101,6 +101,9 @@ class Memory(AsyncMethods):
         self.config = config or Config()
         self.embedder: Embedder = embedder or default_embedder()
         self.llm = llm
+        cut = self.config.min_relevance
+        #: the default ``min_score``: ``Config.min_relevance``, else the value calibrated for this embedder
+        self.min_relevance: float = cut if cut is not None else MIN_RELEVANCE.get(self.embedder.name, 0.0)
         self.path = store_path
         self.read_only = read_only
         self._store = SQLiteStore(self.path, busy_timeout_s=self.config.busy_timeout_s, read_only=read_only)
@@ -424,15 +427,16 @@ class Memory(AsyncMethods):
                 each table), scored ``cosine + 1``. One kind may be given as a string.
             min_score: drop hits whose :attr:`Hit.relevance` (in [0, 1], the
                 same measure in every mode) is below this; ``None`` uses
-                ``Config.min_relevance`` (0.3 for MiniLM: an unrelated question
-                gets no hits), ``0`` keeps every hit. Hits are ranked first and
+                :attr:`min_relevance` (``Config.min_relevance``; 0.3 with the
+                default MiniLM: an unrelated question gets no hits, 0 with
+                other embedders), ``0`` keeps every hit. Hits are ranked first and
                 cut after, so fewer than ``k`` may come back.
 
         Returns:
             Hits, best first (per kind); empty when the scope holds nothing relevant.
         """
         kind_list = check_kinds(kinds)
-        floor = check_score(min_score, "min_score", self.config.min_relevance)
+        floor = check_score(min_score, "min_score", self.min_relevance)
         if kind_list is not None and "chunk" not in kind_list:
             return self._derived_search(query, scope, k, kind_list, threads, since, until, exclude_message_ids, floor)
         ranked, idx, q = self._ranked(query, scope, k, mode, threads, since, until, exclude_message_ids)
@@ -550,7 +554,7 @@ class Memory(AsyncMethods):
         source messages of the facts, summaries and insights in it follow.
         """
         budget_tokens = check_int(budget_tokens, "budget_tokens", 1)
-        floor = check_score(min_score, "min_score", self.config.min_relevance)
+        floor = check_score(min_score, "min_score", self.min_relevance)
         k = min(self.config.limits.max_k, max(10, budget_tokens // 12))
         ranked, idx, q = self._ranked(query, scope, k, mode, None, None, None, exclude_message_ids)
         if idx is None or q is None or not ranked:

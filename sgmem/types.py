@@ -76,8 +76,9 @@ class Hit:
             turn of a chunk), for generated memory its cosine; clipped to [0, 1]
             (:func:`sgmem.retrieval.search.turn_relevance`). ``min_score`` of
             :meth:`sgmem.Memory.search` and :meth:`sgmem.Memory.context`
-            drops hits below it; the default, ``Config.min_relevance``, is
-            calibrated for the default MiniLM embedder. Roughly: below 0.2
+            drops hits below it; the default, :attr:`sgmem.Memory.min_relevance`
+            (``Config.min_relevance``), is 0.3 with the default MiniLM embedder
+            (calibrated for it) and 0 with other embedders. Roughly: below 0.2
             unrelated, 0.3–0.4 on topic, above 0.5 a close paraphrase.
     """
 

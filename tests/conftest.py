@@ -21,9 +21,21 @@ def embedder() -> sgmem.Embedder:
     return default_embedder()
 
 
+#: The tests of other behaviour (filters, k, budgets, modes) search for things a store may not hold; the
+#: relevance cutoff (tested with its default in test_relevance.py and the adapters' first-hour tests) is off here.
+NO_CUTOFF = sgmem.Config(min_relevance=0.0)
+
+
 @pytest.fixture
 def memory(embedder: sgmem.Embedder) -> Iterator[sgmem.Memory]:
-    """A fresh in-memory store."""
+    """A fresh in-memory store, without the relevance cutoff (see ``default_memory``)."""
+    with sgmem.Memory(embedder=embedder, config=NO_CUTOFF) as mem:
+        yield mem
+
+
+@pytest.fixture
+def default_memory(embedder: sgmem.Embedder) -> Iterator[sgmem.Memory]:
+    """A fresh in-memory store with the default configuration (relevance cutoff on)."""
     with sgmem.Memory(embedder=embedder) as mem:
         yield mem
 

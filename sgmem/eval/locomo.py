@@ -267,7 +267,7 @@ def evaluate(
                     for t in sweep.grid:
                         text = mem.context(uq, scope=conv.sample_id, budget_tokens=sweep.budget, min_score=t)
                         sweep.empty[conv.sample_id][t].append(float(text == ""))
-            min_relevance = mem.config.min_relevance
+            min_relevance = mem.min_relevance
     return EvalReport(
         scores,
         tuple(ks),

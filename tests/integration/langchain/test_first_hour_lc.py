@@ -22,7 +22,8 @@ UNRELATED = "How do I deduct home office expenses on my income tax return?"
 
 
 @pytest.fixture
-def filled(memory: sgmem.Memory) -> sgmem.Memory:
+def filled(default_memory: sgmem.Memory) -> sgmem.Memory:
+    memory = default_memory  # the default configuration: relevance cutoff on
     memory.add([{"role": "user", "content": FACT}, {"role": "user", "content": HIKE}], scope="alice", thread="old")
     return memory
 

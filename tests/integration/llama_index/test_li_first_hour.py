@@ -23,7 +23,8 @@ HIKE = "I love hiking in the Alps every summer."
 
 
 @pytest.fixture
-def filled(memory: sgmem.Memory) -> sgmem.Memory:
+def filled(default_memory: sgmem.Memory) -> sgmem.Memory:
+    memory = default_memory  # the default configuration: relevance cutoff on
     memory.add([{"role": "user", "content": FACT}, {"role": "user", "content": HIKE}], scope="alice", thread="old")
     return memory
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 from llama_index.core.base.llms.types import ChatMessage, LLMMetadata, MessageRole, TextBlock
@@ -185,10 +186,12 @@ def test_bad_messages_are_clear_errors_and_store_nothing(memory: sgmem.Memory) -
     assert mem.get_all() == [user("kept")]
 
 
-def test_serialisation_leaves_the_store_and_tokenizer_out(memory: sgmem.Memory) -> None:
-    data = _memory(memory, token_limit=100).to_dict()
+def test_serialisation_leaves_the_store_and_tokenizer_out(embedder: sgmem.Embedder, tmp_path: Path) -> None:
+    with sgmem.Memory(tmp_path / "m", embedder=embedder) as store:
+        data = _memory(store, token_limit=100).to_dict()
     assert data["scope"] == "alice" and data["thread"] == "t1" and data["token_limit"] == 100
     assert "memory" not in data and "tokenizer_fn" not in data
+    assert data["store_path"] == str(tmp_path / "m")  # the store is saved by its path, not as an object
 
 
 async def test_async_twins(memory: sgmem.Memory) -> None:
