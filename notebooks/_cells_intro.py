@@ -286,11 +286,13 @@ print(store.get(("alice",), "diet").value)
 ## Friday: a new conversation
 
 The new thread starts empty, but the model's system message now carries what
-sgmem recalled from Monday — the chat and the stored preference.
+sgmem recalled from Monday — the chat and the stored preference. (Only what is
+relevant to the question comes back: a bare "any dinner idea?" is too far from
+"I'm vegetarian" for the default relevance cutoff; see the quickstart.)
 """),
     code("""
 model.script = [AIMessage("Your cat is called Miso. How about a spicy lentil curry?")]
-print(chat("What is my cat called? And any dinner idea?", thread="friday"))
+print(chat("What is my cat called? And what could I cook for dinner, given my diet?", thread="friday"))
 
 system_message = model.seen[-1][0].text
 print()
