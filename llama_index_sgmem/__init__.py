@@ -45,7 +45,7 @@ from .wrappers import LlamaIndexEmbedder, LlamaIndexLLM
 
 # ChatMemoryBuffer.from_dict finds chat stores by class name in this registry; listing ours there lets a saved
 # buffer on an SGMemChatStore be restored (SGMemChatStore.from_dict reopens the store by its path)
-_RECOGNIZED_CHAT_STORES.setdefault(SGMemChatStore.class_name(), SGMemChatStore)
+_RECOGNIZED_CHAT_STORES.setdefault(SGMemChatStore.class_name(), SGMemChatStore)  # type: ignore[arg-type]  # typed as SimpleChatStore only
 
 __all__ = [
     "LlamaIndexEmbedder",
