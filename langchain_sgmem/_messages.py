@@ -9,6 +9,9 @@ A LangChain message is stored as one sgmem message:
   text and tool calls are rendered as short bracketed notes, because sgmem
   only indexes non-blank text;
 - ``name``: the message's ``name`` (the speaker label), when sgmem accepts it;
+  a ``ChatMessage`` with a role of its own (``"critic"``, ``"narrator"``) is
+  stored as a named ``assistant`` turn whose speaker is that role (unless it
+  has a ``name``), and replays with its role unchanged;
 - ``metadata["langchain"]``: the whole serialised message
   (:func:`langchain_core.messages.message_to_dict`), which replays it exactly —
   type, content (string or blocks), id, name, ``additional_kwargs``,
@@ -78,13 +81,23 @@ _CHAT_ROLES = {
 _MAX_NAME_CHARS = 512
 
 
+def _own_role(message: Any) -> str | None:
+    """A ``ChatMessage``'s role when it is none of the standard ones (``"critic"``), else ``None``."""
+    if type(message) in (ChatMessage, ChatMessageChunk) and str(message.role).lower() not in _CHAT_ROLES:
+        return str(message.role)
+    return None
+
+
 def role_of(message: Any, field: str = "message") -> str:
     """The sgmem role for a LangChain message.
 
+    A ``ChatMessage`` whose role is not a standard one (``"critic"``) is
+    another speaker: ``assistant`` (see :func:`to_sgmem` for its name).
+
     Raises:
         InvalidInputError: not a message type the adapters can map (e.g. a
-            custom ``BaseMessage`` subclass, ``RemoveMessage``, or a
-            ``ChatMessage`` with an unknown role).
+            custom ``BaseMessage`` subclass or ``RemoveMessage``), or a
+            ``ChatMessage`` whose role is blank.
     """
     cls = type(message)
     if cls in _ROLE_BY_CLASS:
@@ -92,13 +105,13 @@ def role_of(message: Any, field: str = "message") -> str:
     if cls in (ChatMessage, ChatMessageChunk):
         role = _CHAT_ROLES.get(str(message.role).lower())
         if role is None:
-            raise InvalidInputError(
-                f"{field}.role",
-                message.role,
-                f"a ChatMessage role in {sorted(_CHAT_ROLES)}",
-                "Use HumanMessage, AIMessage, SystemMessage or ToolMessage for other speakers "
-                "(set name= to label who spoke).",
-            )
+            if _speaker(message.role) is None:
+                raise InvalidInputError(
+                    f"{field}.role",
+                    message.role,
+                    f"a role in {sorted(_CHAT_ROLES)} or a speaker's name (e.g. 'critic')",
+                )
+            return "assistant"
         return role
     raise InvalidInputError(
         field,
@@ -166,7 +179,7 @@ def to_sgmem(message: Any, field: str = "message") -> dict[str, Any]:
             f"{exc}. sgmem stores the message as JSON to replay it exactly.",
         ) from None
     out: dict[str, Any] = {"role": role, "content": render_text(message), "metadata": {METADATA_KEY: data}}
-    name = _speaker(message.name)
+    name = _speaker(message.name) or _own_role(message)
     if name is not None:
         out["name"] = name
     return out

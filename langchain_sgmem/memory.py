@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from sgmem import InvalidInputError, Memory
-from sgmem.validate import check_mode
+from sgmem.validate import check_mode, check_score
 
 from ._messages import to_sgmem
 from ._util import check_memory, check_name_arg
@@ -68,6 +68,8 @@ class SGMemMemory(BaseMemory):
         return_messages: return a list of messages instead of a string.
         budget_tokens: the most tokens (cl100k_base) the memories may take.
         mode: the retrieval mode (default: the memory's configured mode).
+        min_score: leave out memories whose :attr:`sgmem.Hit.relevance` is
+            below this (``None``: the memory's ``Config.min_relevance``; 0: none).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -81,6 +83,7 @@ class SGMemMemory(BaseMemory):
     return_messages: bool = False
     budget_tokens: int = Field(default=2000, ge=1)
     mode: str | None = None
+    min_score: float | None = None
 
     @field_validator("memory", mode="before")
     @classmethod
@@ -91,6 +94,11 @@ class SGMemMemory(BaseMemory):
     @classmethod
     def _check_mode(cls, value: Any) -> str | None:
         return check_mode(value)
+
+    @field_validator("min_score", mode="before")
+    @classmethod
+    def _check_min_score(cls, value: Any) -> float | None:
+        return None if value is None else check_score(value, "min_score", 0.0)
 
     @model_validator(mode="after")
     def _check_names(self) -> Any:
@@ -120,7 +128,9 @@ class SGMemMemory(BaseMemory):
         """The scope's memories relevant to the chain's input, within the budget."""
         query = self._query(inputs)
         block = (
-            self.memory.context(query, scope=self.scope, budget_tokens=self.budget_tokens, mode=self.mode)
+            self.memory.context(
+                query, scope=self.scope, budget_tokens=self.budget_tokens, mode=self.mode, min_score=self.min_score
+            )
             if query
             else ""
         )
@@ -130,7 +140,9 @@ class SGMemMemory(BaseMemory):
         """Async :meth:`load_memory_variables`."""
         query = self._query(inputs)
         block = (
-            await self.memory.acontext(query, scope=self.scope, budget_tokens=self.budget_tokens, mode=self.mode)
+            await self.memory.acontext(
+                query, scope=self.scope, budget_tokens=self.budget_tokens, mode=self.mode, min_score=self.min_score
+            )
             if query
             else ""
         )

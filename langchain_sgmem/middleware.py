@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.runtime import Runtime
 
 from sgmem import InvalidInputError, Memory
-from sgmem.validate import check_int, check_mode, check_name
+from sgmem.validate import check_int, check_mode, check_name, check_score
 
 from ._messages import render_text, role_of, to_sgmem
 from ._util import check_memory
@@ -101,6 +101,9 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             ``thread_id`` (``"default"`` when the agent has no checkpointer).
         budget_tokens: the most tokens (cl100k_base) the memories may take.
         mode: the retrieval mode (default: the memory's configured mode).
+        min_score: leave out memories whose relevance (:attr:`sgmem.Hit.relevance`,
+            in [0, 1]) is below this; ``None``: the memory's
+            ``Config.min_relevance``, so an unrelated question adds nothing.
         save_tool_messages: also store tool calls and tool results (default:
             only user messages and assistant replies with text).
     """
@@ -114,6 +117,7 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         thread: NameSource = None,
         budget_tokens: int = 1000,
         mode: str | None = None,
+        min_score: float | None = None,
         save_tool_messages: bool = False,
     ) -> None:
         super().__init__()
@@ -129,6 +133,8 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self.context_key = check_name(context_key, "context_key", limits)
         self.budget_tokens = check_int(budget_tokens, "budget_tokens", 1)
         self.mode = check_mode(mode)
+        check_score(min_score, "min_score", 0.0)
+        self.min_score = min_score
         self.save_tool_messages = bool(save_tool_messages)
         self.tools = []
 
@@ -178,6 +184,7 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
                 budget_tokens=self.budget_tokens,
                 mode=self.mode,
                 exclude_message_ids=self._in_prompt(request),
+                min_score=self.min_score,
             )
             if block:
                 request = request.override(system_message=_with_memories(request.system_message, block))
@@ -193,6 +200,7 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
                 budget_tokens=self.budget_tokens,
                 mode=self.mode,
                 exclude_message_ids=self._in_prompt(request),
+                min_score=self.min_score,
             )
             if block:
                 request = request.override(system_message=_with_memories(request.system_message, block))

@@ -10,18 +10,23 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from sgmem import Hit, Memory
-from sgmem.validate import check_mode
+from sgmem import Hit, InvalidInputError, Memory
+from sgmem.validate import check_mode, check_score
 
 from ._util import check_memory, check_name_arg
 
 __all__ = ["SGMemRetriever", "hit_to_document"]
 
+#: what ``search_kwargs`` (and ``invoke(query, **kwargs)``) may set: :meth:`sgmem.Memory.search`'s
+#: arguments, plus LangChain's ``score_threshold`` (another name for ``min_score``)
+SEARCH_KEYS = ("k", "mode", "threads", "since", "until", "min_score", "score_threshold", "kinds", "exclude_message_ids")
+
 
 def hit_to_document(hit: Hit) -> Document:
     """A :class:`sgmem.Hit` as a LangChain ``Document``.
 
-    ``page_content`` is the memory's text; ``metadata`` holds ``score``,
+    ``page_content`` is the memory's text; ``metadata`` holds ``score`` (the
+    ranking score), ``relevance`` (in [0, 1], see :attr:`sgmem.Hit.relevance`),
     ``message_ids`` (list), ``thread``, ``at`` (ISO-8601 string), ``kind``,
     ``why`` and ``speaker`` — all JSON data.
     """
@@ -29,6 +34,7 @@ def hit_to_document(hit: Hit) -> Document:
         page_content=hit.text,
         metadata={
             "score": hit.score,
+            "relevance": hit.relevance,
             "message_ids": list(hit.message_ids),
             "thread": hit.thread,
             "at": hit.at.isoformat(),
@@ -68,6 +74,8 @@ class SGMemRetriever(BaseRetriever):
             docs[0].page_content          # 'I adopted a cat named Miso.'
             docs[0].metadata["thread"]    # 'chat-1'
             retriever.invoke("Where do I work?", k=1)   # k per call
+            # LangChain's vector-store style works too:
+            SGMemRetriever(memory=mem, scope="alice", search_kwargs={"k": 2, "score_threshold": 0.4})
 
     Args:
         memory: the :class:`sgmem.Memory` to search.
@@ -76,6 +84,16 @@ class SGMemRetriever(BaseRetriever):
         mode: ``"hybrid"`` (default), ``"vector"``, ``"graph"`` or ``"bm25"``.
         threads: only these threads (default: all).
         since, until: only messages said in this window.
+        min_score: drop hits whose :attr:`sgmem.Hit.relevance` (in [0, 1]) is
+            below this; ``None``: the memory's ``Config.min_relevance``
+            (an unrelated question returns no documents); 0 keeps all.
+        score_threshold: another name for ``min_score`` (LangChain's vector
+            store retrievers call it so); give one or the other.
+        search_kwargs: any of the above as a dict, as LangChain's
+            ``as_retriever(search_kwargs=...)`` takes them (``k``, ``mode``,
+            ``threads``, ``since``, ``until``, ``min_score``/``score_threshold``,
+            ``kinds``, ``exclude_message_ids``); they override the fields.
+            An unknown key (or field) is an error, never silently ignored.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -87,6 +105,23 @@ class SGMemRetriever(BaseRetriever):
     threads: list[str] | None = None
     since: datetime | str | None = None
     until: datetime | str | None = None
+    min_score: float | None = None
+    score_threshold: float | None = None
+    search_kwargs: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_unknown(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(cls.model_fields), key=str)
+            if unknown:
+                raise InvalidInputError(
+                    "SGMemRetriever",
+                    unknown,
+                    f"only the fields {sorted(cls.model_fields)}",
+                    "Search settings go in the fields or in search_kwargs={...}.",
+                )
+        return data
 
     @field_validator("memory", mode="before")
     @classmethod
@@ -102,24 +137,50 @@ class SGMemRetriever(BaseRetriever):
     def _check_names(self) -> Any:
         for field in ("scope",):
             check_name_arg(self.memory, getattr(self, field), field)
+        self._search_kwargs({})  # a bad search_kwargs fails here, not at the first query
         return self
 
-    def _search_kwargs(self, k: int | None) -> dict[str, Any]:
-        return {
-            "scope": self.scope,
-            "k": self.k if k is None else k,
+    def _search_kwargs(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        """The fields, then ``search_kwargs``, then the call's ``overrides``, as :meth:`Memory.search` arguments."""
+        out: dict[str, Any] = {
+            "k": self.k,
             "mode": self.mode,
             "threads": self.threads,
             "since": self.since,
             "until": self.until,
+            "min_score": self.min_score,
         }
+        if self.score_threshold is not None:
+            out["score_threshold"] = self.score_threshold
+        for where, extra in (("search_kwargs", self.search_kwargs), ("invoke", overrides)):
+            unknown = sorted(set(extra) - set(SEARCH_KEYS), key=str)
+            if unknown:
+                raise InvalidInputError(
+                    f"{where} keys", unknown, f"keys from {list(SEARCH_KEYS)}", "Other keys are not search settings."
+                )
+            if "min_score" in extra and "score_threshold" in extra:
+                raise InvalidInputError(
+                    where, extra, "min_score or score_threshold, not both", "They are the same setting."
+                )
+            if "min_score" in extra or "score_threshold" in extra:
+                out.pop("min_score", None)
+                out.pop("score_threshold", None)
+            out.update({key: v for key, v in extra.items() if not (key == "k" and v is None)})
+        if "score_threshold" in out:
+            if out.get("min_score") is not None:
+                raise InvalidInputError(
+                    "score_threshold", out["score_threshold"], "min_score or score_threshold, not both"
+                )
+            out["min_score"] = out.pop("score_threshold")
+        check_score(out["min_score"], "min_score", 0.0)
+        return {"scope": self.scope, **out}
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        return [hit_to_document(h) for h in self.memory.search(query, **self._search_kwargs(k))]
+        return [hit_to_document(h) for h in self.memory.search(query, **self._search_kwargs(kwargs))]
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        return [hit_to_document(h) for h in await self.memory.asearch(query, **self._search_kwargs(k))]
+        return [hit_to_document(h) for h in await self.memory.asearch(query, **self._search_kwargs(kwargs))]

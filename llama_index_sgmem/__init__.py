@@ -35,11 +35,17 @@ except ImportError as exc:
         "Install the extra: pip install 'sgmem[llama-index]'"
     ) from exc
 
+from llama_index.core.storage.chat_store.loading import RECOGNIZED_CHAT_STORES as _RECOGNIZED_CHAT_STORES
+
 from .chat_store import SGMemChatStore
 from .memory import SGMemMemory
 from .memory_block import SGMemMemoryBlock
 from .retrievers import SGMemRetriever
 from .wrappers import LlamaIndexEmbedder, LlamaIndexLLM
+
+# ChatMemoryBuffer.from_dict finds chat stores by class name in this registry; listing ours there lets a saved
+# buffer on an SGMemChatStore be restored (SGMemChatStore.from_dict reopens the store by its path)
+_RECOGNIZED_CHAT_STORES.setdefault(SGMemChatStore.class_name(), SGMemChatStore)  # type: ignore[arg-type]  # typed as SimpleChatStore only
 
 __all__ = [
     "LlamaIndexEmbedder",

@@ -13,6 +13,8 @@ import sgmem
 from sgmem.errors import InvalidInputError
 
 from ._messages import check_key, check_memory, check_message, check_messages, from_sgmem
+from ._persist import open_store
+from ._persist import remember as remember_store
 
 __all__ = ["DEFAULT_SCOPE", "SGMemChatStore"]
 
@@ -60,12 +62,29 @@ class SGMemChatStore(BaseChatStore):
     """
 
     scope: str = Field(default=DEFAULT_SCOPE, description="The sgmem scope whose threads are the chat-store keys.")
+    store_path: str | None = Field(default=None, description="The sgmem store's path (None: in memory).")
     _memory: sgmem.Memory = PrivateAttr()
 
-    def __init__(self, memory: sgmem.Memory, scope: str = DEFAULT_SCOPE) -> None:
+    def __init__(self, memory: sgmem.Memory, scope: str = DEFAULT_SCOPE, **saved: Any) -> None:
         memory = check_memory(memory)
-        super().__init__(scope=check_key(scope, "scope", memory))  # type: ignore[call-arg]  # pydantic fields; mypy runs without the pydantic plugin
+        unknown = sorted(set(saved) - {"store_path"})
+        if unknown:
+            raise InvalidInputError("SGMemChatStore(**kwargs)", unknown, "only memory and scope")
+        path = str(memory.path) if memory.path is not None else None
+        super().__init__(scope=check_key(scope, "scope", memory), store_path=path)  # type: ignore[call-arg]  # pydantic fields; mypy runs without the pydantic plugin
         self._memory = memory
+        remember_store(memory)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> SGMemChatStore:  # type: ignore[override]
+        """Rebuild a saved chat store (``ChatMemoryBuffer.from_dict`` calls this), reopening its store by path.
+
+        Raises:
+            sgmem.InvalidInputError: it was saved from an in-memory store, which cannot be rebuilt.
+        """
+        data = {**data, **kwargs}
+        memory = data.get("memory") or open_store(data.get("store_path"), "SGMemChatStore")
+        return cls(memory=memory, scope=data.get("scope", DEFAULT_SCOPE))
 
     @classmethod
     def class_name(cls) -> str:

@@ -14,8 +14,9 @@ from llama_index.core.utils import get_tokenizer
 
 import sgmem
 from sgmem.errors import InvalidInputError
-from sgmem.validate import check_int, check_mode
+from sgmem.validate import check_int, check_mode, check_score
 
+from . import _persist
 from ._messages import check_key, check_memory, from_sgmem, query_text
 from .chat_store import SGMemChatStore
 
@@ -30,7 +31,7 @@ DEFAULT_CONTEXT_TEMPLATE = (
     "Memories from earlier conversations with this user follow. Use them when they are relevant.\n\n{context}"
 )
 _TOKEN_LIMIT_RATIO = 0.75  # of an LLM's context window, as ChatMemoryBuffer.from_defaults
-_FROM_DEFAULTS_EXTRAS = ("context_tokens", "mode", "context_template", "tokenizer_fn")
+_FROM_DEFAULTS_EXTRAS = ("context_tokens", "mode", "context_template", "tokenizer_fn", "min_score", "reset_deletes")
 
 
 def _new_thread() -> str:
@@ -53,8 +54,11 @@ class SGMemMemory(BaseMemory):
     recalled context.
 
     Writes go straight to sgmem (``put``, ``put_messages``); ``set`` replaces
-    the thread's history and ``reset`` deletes it. Async twins run in a worker
-    thread and never block the event loop.
+    the thread's history. ``reset`` (a chat engine's ``reset()``) starts a new
+    thread and forgets nothing: the old conversation stays in long-term
+    memory and is recalled when relevant. To delete it, call :meth:`forget`,
+    or create the memory with ``reset_deletes=True``. Async twins run in a
+    worker thread and never block the event loop.
 
     Setup:
         ``pip install 'sgmem[llama-index]'``
@@ -79,6 +83,10 @@ class SGMemMemory(BaseMemory):
         context_template: the system message; ``{context}`` is replaced by the
             recalled block.
         tokenizer_fn: counts tokens for ``token_limit`` (LlamaIndex's default tokenizer).
+        min_score: leave recalled memories whose :attr:`sgmem.Hit.relevance`
+            is below this out (``None``: the store's ``Config.min_relevance``).
+        reset_deletes: make :meth:`reset` delete the thread for good
+            (default False: it starts a new thread, the old one stays recallable).
     """
 
     scope: str = Field(description="The sgmem scope (user or tenant) of this memory.")
@@ -88,6 +96,8 @@ class SGMemMemory(BaseMemory):
     mode: str | None = Field(default=None, description="sgmem retrieval mode; None for the store's default.")
     context_template: str = Field(default=DEFAULT_CONTEXT_TEMPLATE, description="System message; {context} is filled.")
     tokenizer_fn: Callable[[str], list] = Field(default_factory=get_tokenizer, exclude=True)
+    min_score: float | None = Field(default=None, description="Relevance cutoff of recall; None for the store's.")
+    reset_deletes: bool = Field(default=False, description="reset() deletes the thread instead of starting anew.")
     _store: SGMemChatStore = PrivateAttr()
 
     def __init__(
@@ -101,8 +111,13 @@ class SGMemMemory(BaseMemory):
         mode: str | None = None,
         context_template: str = DEFAULT_CONTEXT_TEMPLATE,
         tokenizer_fn: Callable[[str], list] | None = None,
+        min_score: float | None = None,
+        reset_deletes: bool = False,
     ) -> None:
         memory = check_memory(memory)
+        check_score(min_score, "min_score", 0.0)
+        if not isinstance(reset_deletes, bool):
+            raise InvalidInputError("reset_deletes", reset_deletes, "True or False")
         if not isinstance(context_template, str) or "{context}" not in context_template:
             raise InvalidInputError("context_template", context_template, "a string containing '{context}'")
         super().__init__(  # type: ignore[call-arg]  # pydantic fields; mypy runs without the pydantic plugin
@@ -113,13 +128,44 @@ class SGMemMemory(BaseMemory):
             mode=check_mode(mode),
             context_template=context_template,
             tokenizer_fn=tokenizer_fn or get_tokenizer(),
+            min_score=min_score,
+            reset_deletes=reset_deletes,
         )
         self._store = SGMemChatStore(memory=memory, scope=self.scope)
+        _persist.remember(memory)
 
     @classmethod
     def class_name(cls) -> str:
         """Name used by LlamaIndex serialisation."""
         return "SGMemMemory"
+
+    # ------------------------------------------------------------ saving
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """The settings plus ``store_path``: enough for :meth:`from_dict` (and a workflow ``Context``) to rebuild it.
+
+        ``tokenizer_fn`` is not saved (the default is used again).
+
+        Raises:
+            sgmem.SgmemError: the store is in memory (no path), so it could not be rebuilt.
+        """
+        path = _persist.store_path(self.memory, "SGMemMemory")
+        data = super().to_dict(**kwargs)
+        data["store_path"] = path
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> SGMemMemory:  # type: ignore[override]
+        """Rebuild a memory saved by :meth:`to_dict`, opening its store (or reusing it when already open)."""
+        data = {**data, **kwargs}
+        data.pop("class_name", None)
+        memory = data.pop("memory", None) or _persist.open_store(data.pop("store_path", None), "SGMemMemory")
+        data.pop("store_path", None)
+        return cls(memory=memory, **data)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled as its saved form: the store's connection and caches are reopened, not copied;
+        # an in-memory store fails here, at pickling time, with the reason
+        return (_restore_memory, (self.to_dict(),))
 
     @classmethod
     def from_defaults(  # type: ignore[override]
@@ -134,10 +180,14 @@ class SGMemMemory(BaseMemory):
     ) -> SGMemMemory:
         """Build the memory from what LlamaIndex engines pass.
 
-        ``token_limit`` defaults to 75% of ``llm``'s context window when an LLM
-        is given (as ``ChatMemoryBuffer``), else 3000. ``chat_history`` replaces
-        the thread's stored history. Other keyword arguments:
-        ``context_tokens``, ``mode``, ``context_template``, ``tokenizer_fn``.
+        With an ``llm``, recent messages plus recalled context take at most 75%
+        of its context window (as ``ChatMemoryBuffer``), leaving the rest for
+        the system prompt and the answer: ``context_tokens`` (default 1000) is
+        capped at a third of that share and ``token_limit`` gets what is left
+        (a 4,096-token model: 1,000 + 2,072). Without an LLM, ``token_limit``
+        is 3000. ``chat_history`` replaces the thread's stored history. Other
+        keyword arguments: ``context_tokens``, ``mode``, ``context_template``,
+        ``tokenizer_fn``, ``min_score``, ``reset_deletes``.
         """
         if memory is None or scope is None:
             raise InvalidInputError(
@@ -149,10 +199,14 @@ class SGMemMemory(BaseMemory):
         unknown = sorted(set(kwargs) - set(_FROM_DEFAULTS_EXTRAS))
         if unknown:
             raise InvalidInputError("from_defaults(**kwargs)", unknown, f"only {', '.join(_FROM_DEFAULTS_EXTRAS)}")
-        if token_limit is None:
-            token_limit = (
-                int(llm.metadata.context_window * _TOKEN_LIMIT_RATIO) if llm is not None else DEFAULT_TOKEN_LIMIT
-            )
+        if llm is not None:
+            share = int(llm.metadata.context_window * _TOKEN_LIMIT_RATIO)
+            ctx = check_int(kwargs.get("context_tokens", DEFAULT_CONTEXT_TOKENS), "context_tokens", 0)
+            kwargs["context_tokens"] = min(ctx, share // 3)
+            if token_limit is None:
+                token_limit = max(1, share - kwargs["context_tokens"])
+        elif token_limit is None:
+            token_limit = DEFAULT_TOKEN_LIMIT
         mem = cls(memory=memory, scope=scope, thread=thread, token_limit=token_limit, **kwargs)
         if chat_history is not None:
             mem.set(chat_history)
@@ -212,6 +266,7 @@ class SGMemMemory(BaseMemory):
                 budget_tokens=self.context_tokens,
                 mode=self.mode,
                 exclude_message_ids=[m.id for m in window if m.id],
+                min_score=self.min_score,
             )
             if recalled:
                 out.insert(
@@ -238,5 +293,20 @@ class SGMemMemory(BaseMemory):
         self._store.set_messages(self.thread, messages)
 
     def reset(self) -> None:
-        """Delete the thread's messages (other threads of the scope stay)."""
+        """Start a new, empty thread; the old one stays in long-term memory (see :meth:`forget`).
+
+        With ``reset_deletes=True`` the thread is deleted instead, as :meth:`forget` does.
+        """
+        if self.reset_deletes:
+            self.forget()
+        else:
+            self.thread = _new_thread()
+
+    def forget(self) -> None:
+        """Delete this thread's messages and everything derived, for good (other threads stay)."""
         self._store.delete_messages(self.thread)
+
+
+def _restore_memory(data: dict[str, Any]) -> SGMemMemory:
+    """Unpickle an :class:`SGMemMemory` (see ``SGMemMemory.__reduce__``)."""
+    return SGMemMemory.from_dict(data)

@@ -13,7 +13,7 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 import sgmem
 from sgmem.errors import InvalidInputError
 from sgmem.text import count_tokens
-from sgmem.validate import check_int, check_mode
+from sgmem.validate import check_int, check_mode, check_score
 
 from ._messages import check_key, check_memory, check_messages, query_text
 
@@ -52,7 +52,13 @@ class SGMemMemoryBlock(BaseMemoryBlock[str]):
         thread: where flushed messages go (default: the ``Memory``'s session id).
         budget_tokens: token budget of the recalled block.
         mode: sgmem retrieval mode (``None``: the store's default).
-        name, description, priority, accept_short_term_memory: as ``BaseMemoryBlock``.
+        min_score: leave out memories whose :attr:`sgmem.Hit.relevance` is
+            below this (``None``: the store's ``Config.min_relevance``).
+        priority: as ``BaseMemoryBlock``, but 1 by default (LlamaIndex never
+            truncates priority 0, so the block would overrun the ``Memory``'s
+            token budget): the block is shrunk, asking sgmem again with a
+            smaller budget, before short-term messages are dropped.
+        name, description, accept_short_term_memory: as ``BaseMemoryBlock``.
     """
 
     name: str = Field(default="sgmem_memory", description="The name of the memory block.")
@@ -60,6 +66,8 @@ class SGMemMemoryBlock(BaseMemoryBlock[str]):
     thread: str | None = Field(default=None, description="Thread for flushed messages; default the session id.")
     budget_tokens: int = Field(default=1000, description="Token budget of the recalled context.")
     mode: str | None = Field(default=None, description="sgmem retrieval mode; None for the store's default.")
+    min_score: float | None = Field(default=None, description="Relevance cutoff in [0, 1]; None for the store's.")
+    priority: int = Field(default=1, description="Truncation priority; 0 would never be truncated.")
     _memory: sgmem.Memory = PrivateAttr()
     _queries: OrderedDict[str, str] = PrivateAttr(default_factory=OrderedDict)
 
@@ -71,14 +79,17 @@ class SGMemMemoryBlock(BaseMemoryBlock[str]):
         thread: str | None = None,
         budget_tokens: int = 1000,
         mode: str | None = None,
+        min_score: float | None = None,
         **kwargs: Any,
     ) -> None:
         memory = check_memory(memory)
+        check_score(min_score, "min_score", 0.0)
         super().__init__(  # type: ignore[call-arg]  # pydantic fields; mypy runs without the pydantic plugin
             scope=check_key(scope, "scope", memory),
             thread=check_key(thread, "thread", memory) if thread is not None else None,
             budget_tokens=check_int(budget_tokens, "budget_tokens", 1),
             mode=check_mode(mode),
+            min_score=min_score,
             **kwargs,
         )
         self._memory = memory
@@ -93,7 +104,9 @@ class SGMemMemoryBlock(BaseMemoryBlock[str]):
         query = next((query_text(m) for m in reversed(messages or []) if m.role == MessageRole.USER), "")
         if not query:
             return ""
-        text = await self._memory.acontext(query, scope=self.scope, budget_tokens=self.budget_tokens, mode=self.mode)
+        text = await self._memory.acontext(
+            query, scope=self.scope, budget_tokens=self.budget_tokens, mode=self.mode, min_score=self.min_score
+        )
         if text:
             self._queries[text] = query
             self._queries.move_to_end(text)
@@ -130,5 +143,7 @@ class SGMemMemoryBlock(BaseMemoryBlock[str]):
         query = self._queries.get(content)
         if target <= 0 or query is None:
             return None
-        text = await self._memory.acontext(query, scope=self.scope, budget_tokens=target, mode=self.mode)
+        text = await self._memory.acontext(
+            query, scope=self.scope, budget_tokens=target, mode=self.mode, min_score=self.min_score
+        )
         return text or None

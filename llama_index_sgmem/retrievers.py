@@ -11,7 +11,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 import sgmem
-from sgmem.validate import check_int, check_mode
+from sgmem.validate import check_int, check_mode, check_score
 
 from ._messages import check_key, check_memory
 
@@ -51,6 +51,10 @@ class SGMemRetriever(BaseRetriever):
         mode: ``"hybrid"``, ``"vector"``, ``"graph"`` or ``"bm25"`` (``None``:
             the store's default).
         threads: only search these threads (default: all of the scope).
+        min_score: drop hits whose :attr:`sgmem.Hit.relevance` (in [0, 1],
+            also in each node's ``metadata["relevance"]``) is below this;
+            ``None``: the store's ``Config.min_relevance`` (an unrelated query
+            returns no nodes); 0 keeps all. The node score stays the ranking score.
     """
 
     def __init__(
@@ -60,6 +64,7 @@ class SGMemRetriever(BaseRetriever):
         k: int = 4,
         mode: str | None = None,
         threads: Iterable[str] | None = None,
+        min_score: float | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
@@ -70,6 +75,8 @@ class SGMemRetriever(BaseRetriever):
         if threads is not None and (isinstance(threads, str) or not isinstance(threads, Iterable)):
             raise sgmem.InvalidInputError("threads", threads, "a list of thread names or None")
         self.threads = [check_key(t, "threads[]", memory) for t in threads] if threads is not None else None
+        check_score(min_score, "min_score", 0.0)
+        self.min_score = min_score
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @property
@@ -78,7 +85,13 @@ class SGMemRetriever(BaseRetriever):
         return self._memory
 
     def _search_kwargs(self) -> dict[str, Any]:
-        return {"scope": self.scope, "k": self.k, "mode": self.mode, "threads": self.threads}
+        return {
+            "scope": self.scope,
+            "k": self.k,
+            "mode": self.mode,
+            "threads": self.threads,
+            "min_score": self.min_score,
+        }
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return [self._node(h) for h in self._memory.search(query_bundle.query_str, **self._search_kwargs())]
@@ -90,6 +103,7 @@ class SGMemRetriever(BaseRetriever):
     def _node(self, hit: sgmem.Hit) -> NodeWithScore:
         metadata = {
             "score": hit.score,
+            "relevance": hit.relevance,
             "message_ids": list(hit.message_ids),
             "thread": hit.thread,
             "at": hit.at.isoformat(),

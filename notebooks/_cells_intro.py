@@ -16,7 +16,9 @@ conversation-structure signals together.
 
 This notebook adds a multi-session conversation, searches it, builds a prompt
 block within a token budget, replays and deletes. It runs offline on a CPU in a
-few seconds (the first cell that embeds loads the bundled MiniLM model).
+few seconds. `preload=True` loads the bundled MiniLM model and the tokenizer
+when the memory is created (a second or two on an idle CPU), so no later call
+pays for it; `mem.warmup()` does the same on demand.
 """),
     code("""
 import tempfile
@@ -25,7 +27,7 @@ from pathlib import Path
 import sgmem
 
 workdir = Path(tempfile.mkdtemp(prefix="sgmem-quickstart-"))
-mem = sgmem.Memory(workdir / "memory")   # a directory; sgmem.Memory() alone keeps everything in RAM
+mem = sgmem.Memory(workdir / "memory", preload=True)   # a directory; sgmem.Memory() alone keeps everything in RAM
 mem
 """),
     md("""
@@ -88,6 +90,23 @@ question = "What is worrying Priya about the race?"
 for mode in sgmem.MODES:
     best = mem.search(question, scope="priya", k=1, mode=mode)
     print(f"{mode:>8}: {best[0].text if best else '-'}")
+"""),
+    md("""
+## What a score means, and the relevance cutoff
+
+`hit.score` orders one result list (hybrid sums several channels, so it can
+pass 2). `hit.relevance` is the same measure in every mode, in [0, 1]: how close
+the query is to the hit's best sentence and to the whole turn. `search` and
+`context` drop hits below `min_score` (default 0.3, `Config.min_relevance`), so
+a question the memory knows nothing about gets nothing; `min_score=0` returns
+the least bad matches anyway.
+"""),
+    code("""
+for question in ("Who is Priya's manager?", "How do I change a car's timing belt?"):
+    hits = mem.search(question, scope="priya", k=3)
+    print(f"{question!r}: {[(round(h.relevance, 2), h.text[:40]) for h in hits]}")
+    print("   with min_score=0:", [round(h.relevance, 2) for h in mem.search(question, scope="priya", k=3, min_score=0)])
+assert mem.search("How do I change a car's timing belt?", scope="priya") == []
 """),
     md("""
 ## A prompt block within a token budget
@@ -214,7 +233,7 @@ names the conversation. The tool saves a preference in the LangGraph store
 under the user's namespace `(scope,)`, which is the same sgmem scope.
 """),
     code("""
-mem = sgmem.Memory()          # in RAM; sgmem.Memory("./memory") persists
+mem = sgmem.Memory(preload=True)   # in RAM; sgmem.Memory("./memory") persists; preload: the model loads now
 store = SGMemStore(mem, index={"fields": ["text"]}, recall_in_chat=True)
 
 
@@ -268,11 +287,13 @@ print(store.get(("alice",), "diet").value)
 ## Friday: a new conversation
 
 The new thread starts empty, but the model's system message now carries what
-sgmem recalled from Monday — the chat and the stored preference.
+sgmem recalled from Monday — the chat and the stored preference. (Only what is
+relevant to the question comes back: a bare "any dinner idea?" is too far from
+"I'm vegetarian" for the default relevance cutoff; see the quickstart.)
 """),
     code("""
 model.script = [AIMessage("Your cat is called Miso. How about a spicy lentil curry?")]
-print(chat("What is my cat called? And any dinner idea?", thread="friday"))
+print(chat("What is my cat called? And what could I cook for dinner, given my diet?", thread="friday"))
 
 system_message = model.seen[-1][0].text
 print()
@@ -331,7 +352,7 @@ from llama_index.core.tools import FunctionTool
 import sgmem
 from llama_index_sgmem import SGMemMemory, SGMemMemoryBlock, SGMemRetriever
 
-mem = sgmem.Memory()   # sgmem.Memory("./memory") persists across runs
+mem = sgmem.Memory(preload=True)   # sgmem.Memory("./memory") persists across runs; preload: the model loads now
 """),
     md("""
 With a real model, e.g. (needs `llama-index-llms-openai` and an API key):

@@ -40,7 +40,7 @@ class AsyncMethods:
     async def asearch(
         self: Any, query: str, *, scope: str, k: int = 10, mode: str | None = None, **filters: Any
     ) -> list[Hit]:
-        """Async :meth:`search`."""
+        """Async :meth:`search` (``filters``: its keyword arguments, ``min_score`` among them)."""
         return await asyncio.to_thread(lambda: self.search(query, scope=scope, k=k, mode=mode, **filters))
 
     async def acontext(
@@ -51,6 +51,7 @@ class AsyncMethods:
         budget_tokens: int = 2000,
         mode: str | None = None,
         exclude_message_ids: Iterable[str] | None = None,
+        min_score: float | None = None,
     ) -> str:
         """Async :meth:`context`."""
         return await asyncio.to_thread(
@@ -60,6 +61,7 @@ class AsyncMethods:
             budget_tokens=budget_tokens,
             mode=mode,
             exclude_message_ids=exclude_message_ids,
+            min_score=min_score,
         )
 
     async def amessages(self: Any, *, scope: str, thread: str | None = None, limit: int | None = None) -> list[Message]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ from typing import Any
 from .errors import InvalidInputError, SgmemError
 from .validate import check_name, normalise_messages
 
-__all__ = ["main"]
+__all__ = ["main", "neutralise"]
 
 DEFAULT_PATH = ".sgmem"
 
@@ -221,6 +222,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     from .embed import default_embedder
     from .eval import CachingEmbedder, evaluate, render_report
+    from .eval.relevance import DEFAULT_GRID
 
     if not Path(args.file).is_file():  # before loading the model
         raise InvalidInputError("file", args.file, "an existing LoCoMo JSON file")
@@ -248,6 +250,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         embedder=embedder,
         limit=args.limit,
         budgets=tuple(args.budgets),
+        relevance=DEFAULT_GRID if args.relevance else (),
         progress=lambda s: print(s, file=sys.stderr),
     )
     if isinstance(embedder, CachingEmbedder):
@@ -398,6 +401,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the dev-tuned settings (hybrid weights, context digest, gate tau_noop) chosen "
         "leave-one-conversation-out: held-out figures next to in-sample ones",
     )
+    lo.add_argument(
+        "--relevance",
+        action="store_true",
+        help="also sweep the relevance cutoff (min_score): evidence kept vs unrelated questions emptied, "
+        "in-sample and leave-one-conversation-out",
+    )
     lo.set_defaults(func=cmd_eval)
 
     cal = sub.add_parser("calibrate", help="calibrate the portable novelty gate's tau_noop on a corpus")
@@ -410,12 +419,48 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# C0 controls but newline and tab, DEL, C1 controls, and the bidirectional overrides that reorder what a
+# terminal shows: stored text printed raw could move the cursor, retitle the window or hide a line
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def neutralise(text: str) -> str:
+    """``text`` with terminal control and escape sequences shown as ``\\x1b``-style escapes, not obeyed."""
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+class _SafeStream:
+    """A text stream that neutralises control characters in everything written to it."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return int(self._stream.write(neutralise(text)))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``sgmem`` command."""
+    """Entry point of the ``sgmem`` command.
+
+    Everything printed goes through :func:`neutralise`: memories are user text,
+    and an escape sequence in one must not act on the terminal.
+    """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args = build_parser().parse_args(argv)
     if getattr(args, "store", None):
         args.path = args.store  # sgmem.Memory takes a directory or a postgresql:// URL
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _SafeStream(out), _SafeStream(err)  # type: ignore[assignment]
+    try:
+        return _run(args)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args))
     except SgmemError as exc:

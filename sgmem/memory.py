@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -14,23 +15,25 @@ import numpy as np
 
 from .aio import AsyncMethods
 from .cache import ByteLRU, CacheView
-from .config import Config
+from .config import MIN_RELEVANCE, Config
 from .context import ContextTurn, digest_turn
 from .derived.context import fit_with_derived
 from .derived.engine import DerivedEngine
 from .derived.reads import check_kinds
 from .embed.base import Embedder, check_embeddings
 from .embed.minilm import default_embedder
-from .errors import InvalidInputError, NotFoundError, SgmemError
+from .errors import InvalidInputError, NotFoundError, SgmemError, StoreError
 from .gate.blas import single_thread_blas
 from .llm import LLM
 from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords
 from .retrieval.index import ScopeIndex, load_scope_index
-from .retrieval.search import Ranked, Retriever, allowed_mask
+from .retrieval.search import Ranked, Retriever, allowed_mask, turn_relevance
+from .store.paths import resolve_store_path
 from .store.pgsql import redact
 from .store.postgres import PostgresStore, is_postgres_target, is_url
 from .store.schema import SCHEMA_VERSION
 from .store.sqlite import SQLiteStore
+from .text.tokens import count_tokens
 from .types import AddResult, DeleteReceipt, Hit, MemoryVersion, Message, Stats
 from .validate import (
     check_embedder_identity,
@@ -38,6 +41,7 @@ from .validate import (
     check_mode,
     check_name,
     check_names,
+    check_score,
     check_text,
     check_time,
 )
@@ -57,6 +61,14 @@ class Memory(AsyncMethods):
         embedder: any :class:`sgmem.Embedder`; default all-MiniLM-L6-v2.
         llm: optional :class:`sgmem.LLM` for LLM-backed features.
         config: a :class:`sgmem.Config`; default ``Config()``.
+        preload: load the embedding model and the tokenizer now (see
+            :meth:`warmup`) instead of inside the first ``add`` or ``search``.
+        read_only: open an existing store without writing to it (searches
+            and reads work; ``add``/``delete`` raise :class:`sgmem.StoreError`).
+            The files' permissions are never changed, and no index cache is saved.
+
+    ``path`` may start with ``~`` (expanded); ``""`` is refused rather than
+    taken as the current directory.
 
     Example:
         >>> with Memory() as mem:                                    # doctest: +SKIP
@@ -73,7 +85,12 @@ class Memory(AsyncMethods):
         embedder: Embedder | None = None,
         llm: LLM | None = None,
         config: Config | None = None,
+        preload: bool = False,
+        read_only: bool = False,
     ) -> None:
+        for flag, value in (("preload", preload), ("read_only", read_only)):
+            if not isinstance(value, bool):
+                raise InvalidInputError(flag, value, "True or False")
         if config is not None and not isinstance(config, Config):
             raise InvalidInputError("config", config, "a sgmem.Config or None")
         if embedder is not None and not all(hasattr(embedder, a) for a in ("embed", "name", "dim")):
@@ -89,16 +106,23 @@ class Memory(AsyncMethods):
                 redact(str(path)),
                 "a directory, or a postgresql:// (or postgres://) URL: other URL schemes are not supported",
             )
+        store_path = None if shared else resolve_store_path(path)
+        if read_only and (shared or store_path is None):
+            raise InvalidInputError("read_only", read_only, "False for an in-memory or PostgreSQL store (read-only opening is for a store directory)")
         if embedder is not None:
             check_embedder_identity(embedder)
         self.config = config or Config()
         self.embedder: Embedder = embedder or default_embedder()
         self.llm = llm
-        self.path = Path(path) if path is not None and not shared else None
+        cut = self.config.min_relevance
+        #: the default ``min_score``: ``Config.min_relevance``, else the value calibrated for this embedder
+        self.min_relevance: float = cut if cut is not None else MIN_RELEVANCE.get(self.embedder.name, 0.0)
+        self.path = store_path
+        self.read_only = read_only
         self._store: SQLiteStore = (
             PostgresStore(path, busy_timeout_s=self.config.busy_timeout_s, vector_index=self.config.pg_vector_index)
             if shared
-            else SQLiteStore(self.path, busy_timeout_s=self.config.busy_timeout_s)
+            else SQLiteStore(self.path, busy_timeout_s=self.config.busy_timeout_s, read_only=read_only)
         )
         self._where = getattr(self._store, "where", None) if shared else None
         try:
@@ -106,7 +130,7 @@ class Memory(AsyncMethods):
         except BaseException:
             self._store.close()
             raise
-        self._cache_dir = self.path / "faiss" if self.path is not None else None
+        self._cache_dir = self.path / "faiss" if self.path is not None and not read_only else None
         self._retriever = Retriever(self.config)
         word_bytes = int(self.embedder.dim) * 4 + 200
         # keyword embeddings (MGRetrieval vocabulary), bounded by a quarter of the cache budget
@@ -119,6 +143,33 @@ class Memory(AsyncMethods):
         self._unscrubbed = False  # a delete's checkpoint could not complete yet (see scrub())
         # generated memory (facts, summaries, insights) and the SAGE novelty gate
         self._derived = DerivedEngine(self._store, self.embedder, self.config, self.llm, self._caches)
+        if preload:
+            try:
+                self.warmup()
+            except BaseException:
+                self.close()
+                raise
+
+    def warmup(self) -> float:
+        """Load the embedding model and the tokenizer now, so the first request does not pay for them.
+
+        The default MiniLM loads lazily: without a warm-up the first ``add`` or
+        ``search`` takes the model's load time (1–3 s on an idle laptop, tens
+        of seconds on a busy machine) on top of its own. Runs one tiny embedding
+        and one token count; calling it again costs a few milliseconds.
+        ``Memory(path, preload=True)`` calls it from the constructor.
+
+        Returns:
+            Seconds it took.
+        """
+        self._check_open()
+        t0 = time.perf_counter()
+        load = getattr(self.embedder, "load", None)
+        if callable(load):
+            load()
+        check_embeddings(self.embedder, ["warm-up"], self.embedder.embed(["warm-up"]))
+        count_tokens("warm-up")
+        return time.perf_counter() - t0
 
     # ------------------------------------------------------------- lifecycle
     def __enter__(self) -> Memory:
@@ -153,6 +204,14 @@ class Memory(AsyncMethods):
     def _check_open(self) -> None:
         if self._closed:
             raise SgmemError("this Memory is closed; create a new sgmem.Memory(path=...) to reopen the store.")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self.read_only:
+            raise StoreError(
+                f"this Memory was opened read-only (sgmem.Memory({str(self.path)!r}, read_only=True)): searches "
+                "and reads work, writes do not. Open the store without read_only to add or delete."
+            )
 
     def __repr__(self) -> str:
         where = self._where or (str(self.path) if self.path else "in-memory")
@@ -203,7 +262,7 @@ class Memory(AsyncMethods):
             return self._add(messages, scope, thread, at)
 
     def _add(self, messages: Any, scope: str, thread: str, at: datetime | str | None) -> AddResult:
-        self._check_open()
+        self._check_writable()
         p = prepare_add(self, messages, scope, thread, at)
         with self._lock:
             self._check_open()
@@ -246,7 +305,7 @@ class Memory(AsyncMethods):
     def _replace(
         self, messages: Any, scope: str, thread: str, message_ids: Any, at: datetime | str | None
     ) -> AddResult:
-        self._check_open()
+        self._check_writable()
         limits = self.config.limits
         scope, thread = check_name(scope, "scope", limits), check_name(thread, "thread", limits)
         ids = check_names(message_ids, "message_ids", limits)
@@ -317,7 +376,7 @@ class Memory(AsyncMethods):
             check_text(query, "query", limits.max_query_chars, "max_query_chars"),
             check_name(scope, "scope", limits),
             check_int(k, "k", 1, limits.max_k),
-            check_names(threads, "threads", limits),
+            check_names(threads, "threads", limits, one=True),
             check_time(since, "since"),
             check_time(until, "until"),
             check_names(exclude, "exclude_message_ids", limits),
@@ -342,7 +401,8 @@ class Memory(AsyncMethods):
         since: datetime | str | None = None,
         until: datetime | str | None = None,
         exclude_message_ids: Iterable[str] | None = None,
-        kinds: Iterable[str] | None = None,
+        kinds: Iterable[str] | str | None = None,
+        min_score: float | None = None,
     ) -> list[Hit]:
         """Find the memories of ``scope`` most relevant to ``query``.
 
@@ -354,7 +414,7 @@ class Memory(AsyncMethods):
                 ``"bm25"`` or ``"pyramid"`` (MGRetrieval: keyword paths, with
                 the LLM when the Memory has one; ``Hit.why`` shows each hit's
                 keyword path, pyramid level and round); see :class:`sgmem.Config`.
-            threads: only these threads.
+            threads: only these threads (a list, or one thread's name).
             since, until: only messages said in this time window (inclusive).
             exclude_message_ids: never return these messages (e.g. the ones
                 already in the prompt).
@@ -362,22 +422,31 @@ class Memory(AsyncMethods):
                 Otherwise the kinds wanted: ``"chunk"`` (the mode's hits) and
                 generated memory ``"summary"``, ``"fact"``, ``"insight"`` — up
                 to ``k`` of each, in that order (SGMem §1.3 step 2: top-K of
-                each table), scored ``cosine + 1``.
+                each table), scored ``cosine + 1``. One kind may be given as a string.
+            min_score: drop hits whose :attr:`Hit.relevance` (in [0, 1], the
+                same measure in every mode) is below this; ``None`` uses
+                :attr:`min_relevance` (``Config.min_relevance``; 0.3 with the
+                default MiniLM: an unrelated question gets no hits, 0 with
+                other embedders), ``0`` keeps every hit. Hits are ranked first and
+                cut after, so fewer than ``k`` may come back.
 
         Returns:
-            Hits, best first (per kind); empty when the scope holds nothing that matches.
+            Hits, best first (per kind); empty when the scope holds nothing relevant.
         """
         kind_list = check_kinds(kinds)
+        floor = check_score(min_score, "min_score", self.min_relevance)
         if kind_list is not None and "chunk" not in kind_list:
-            return self._derived_search(query, scope, k, kind_list, threads, since, until, exclude_message_ids)
+            return self._derived_search(query, scope, k, kind_list, threads, since, until, exclude_message_ids, floor)
         ranked, idx, q = self._ranked(query, scope, k, mode, threads, since, until, exclude_message_ids)
         if idx is None or q is None:
             return []
+        rel = self._relevance(idx, q)
         details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
         hits = []
         for rk in ranked:
             ds = [details[idx.msg_ids[r]] for r in rk.rows if idx.msg_ids[r] in details]
-            if not ds:
+            relevance = max((float(rel[r]) for r in rk.rows), default=0.0)
+            if not ds or relevance < floor:
                 continue
             text = ds[0]["content"] if len(ds) == 1 else "\n".join(f"{d['speaker']}: {d['content']}" for d in ds)
             hits.append(
@@ -390,6 +459,7 @@ class Memory(AsyncMethods):
                     at=ds[0]["at"],
                     why=rk.why,
                     speaker=ds[0]["speaker"],
+                    relevance=relevance,
                 )
             )
         if kind_list:
@@ -398,15 +468,30 @@ class Memory(AsyncMethods):
                 kind_list,
                 q,
                 k,
-                check_names(threads, "threads", self.config.limits),
+                check_names(threads, "threads", self.config.limits, one=True),
                 check_time(since, "since"),
                 check_time(until, "until"),
                 check_names(exclude_message_ids, "exclude_message_ids", self.config.limits),
+                floor,
             )
         return hits
 
+    def _relevance(self, idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
+        """Every turn's :attr:`Hit.relevance` for the query vector ``q``."""
+        with self._lock, single_thread_blas():  # reads FAISS storage that a concurrent add may reallocate
+            return turn_relevance(idx, q)
+
     def _derived_search(
-        self, query: str, scope: str, k: int, kinds: list[str], threads: Any, since: Any, until: Any, exclude: Any
+        self,
+        query: str,
+        scope: str,
+        k: int,
+        kinds: list[str],
+        threads: Any,
+        since: Any,
+        until: Any,
+        exclude: Any,
+        floor: float,
     ) -> list[Hit]:
         """:meth:`search` over generated memory only (no turn retrieval)."""
         self._check_open()
@@ -418,7 +503,7 @@ class Memory(AsyncMethods):
         if scope_id is None:
             return []
         return self._derived.hits(
-            scope_id, kinds, self._embed_query(query), k, thread_list, since_dt, until_dt, excluded
+            scope_id, kinds, self._embed_query(query), k, thread_list, since_dt, until_dt, excluded, floor
         )
 
     def context(
@@ -429,6 +514,7 @@ class Memory(AsyncMethods):
         budget_tokens: int = 2000,
         mode: str | None = None,
         exclude_message_ids: Iterable[str] | None = None,
+        min_score: float | None = None,
     ) -> str:
         """A prompt block of the memories relevant to ``query``, within a token budget.
 
@@ -436,10 +522,17 @@ class Memory(AsyncMethods):
         tiktoken (cl100k_base) count never exceeds ``budget_tokens``. An empty
         string means nothing relevant was found (or nothing fits).
         ``exclude_message_ids`` leaves out messages the prompt already holds
-        (e.g. a chat memory's recent window).
+        (e.g. a chat memory's recent window). ``min_score`` leaves out
+        memories whose :attr:`Hit.relevance` is below it (``None``:
+        ``Config.min_relevance``; ``0``: fill the budget whatever the question).
         """
         return self._context_with_ids(
-            query, scope=scope, budget_tokens=budget_tokens, mode=mode, exclude_message_ids=exclude_message_ids
+            query,
+            scope=scope,
+            budget_tokens=budget_tokens,
+            mode=mode,
+            exclude_message_ids=exclude_message_ids,
+            min_score=min_score,
         )[0]
 
     def _context_with_ids(
@@ -451,6 +544,7 @@ class Memory(AsyncMethods):
         mode: str | None,
         exclude_message_ids: Iterable[str] | None = None,
         with_generated: bool = True,
+        min_score: float | None = None,
     ) -> tuple[str, list[str]]:
         """:meth:`context` plus the ids of the messages that made it in.
 
@@ -458,14 +552,16 @@ class Memory(AsyncMethods):
         source messages of the facts, summaries and insights in it follow.
         """
         budget_tokens = check_int(budget_tokens, "budget_tokens", 1)
+        floor = check_score(min_score, "min_score", self.min_relevance)
         k = min(self.config.limits.max_k, max(10, budget_tokens // 12))
         ranked, idx, q = self._ranked(query, scope, k, mode, None, None, None, exclude_message_ids)
         if idx is None or q is None or not ranked:
             return "", []
+        rel = self._relevance(idx, q)
         rows: list[int] = []
         for rk in ranked:
             for r in rk.rows:
-                if r not in rows:
+                if r not in rows and rel[r] >= floor:
                     rows.append(r)
         details = self._details([idx.msg_ids[r] for r in rows])
         cands = []
@@ -476,7 +572,7 @@ class Memory(AsyncMethods):
                     text = digest_turn(idx, r, d["content"], q, self.config.context_turn_tokens)
                     cands.append(ContextTurn(idx.msg_ids[r], d["at"], d["thread"], d["speaker"], text))
         items = self._derived.context_items(
-            idx.scope_id, q, check_names(exclude_message_ids, "exclude_message_ids", self.config.limits)
+            idx.scope_id, q, check_names(exclude_message_ids, "exclude_message_ids", self.config.limits), floor
         )
         text, chosen, picked = fit_with_derived(cands, items, budget_tokens, self.config.derived.context_share)
         ids = [details[c.key]["ext_id"] for c in chosen]
@@ -575,7 +671,7 @@ class Memory(AsyncMethods):
         Returns:
             A receipt counting what was removed (all zero if nothing matched).
         """
-        self._check_open()
+        self._check_writable()
         scope = check_name(scope, "scope", self.config.limits)
         if thread is not None:
             thread = check_name(thread, "thread", self.config.limits)

@@ -55,8 +55,10 @@ class Hit:
     Attributes:
         text: the memory's text (a turn, a chunk of turns, a sentence…),
             speaker-labelled when it spans several messages.
-        score: the mode's relevance score (higher is better; comparable within
-            one result list only).
+        score: the mode's ranking score (higher is better). It orders one
+            result list and nothing more: hybrid sums several channels (values
+            up to ~2.5), BM25 is unbounded, generated memory scores ``cos + 1``.
+            Do not threshold it; threshold :attr:`relevance`.
         kind: ``"turn"``, ``"round"``, ``"session"`` or ``"sentence"``; for
             generated memory ``"fact"``, ``"summary"`` or ``"insight"``.
         message_ids: ids of the source messages, in conversation order (for
@@ -68,6 +70,16 @@ class Hit:
         speaker: speaker name or role of the (first) source message.
         memory_id: the id of a generated memory (``"fact:12"``), for
             :meth:`sgmem.Memory.history`; ``None`` for raw turns and chunks.
+        relevance: how close the hit is to the query, in [0, 1], the same
+            measure in every mode: for turns, the mean of the query's dense
+            cosine to the turn's best sentence and to the whole turn (the best
+            turn of a chunk), for generated memory its cosine; clipped to [0, 1]
+            (:func:`sgmem.retrieval.search.turn_relevance`). ``min_score`` of
+            :meth:`sgmem.Memory.search` and :meth:`sgmem.Memory.context`
+            drops hits below it; the default, :attr:`sgmem.Memory.min_relevance`
+            (``Config.min_relevance``), is 0.3 with the default MiniLM embedder
+            (calibrated for it) and 0 with other embedders. Roughly: below 0.2
+            unrelated, 0.3–0.4 on topic, above 0.5 a close paraphrase.
     """
 
     text: str
@@ -79,6 +91,7 @@ class Hit:
     why: dict[str, Any] = field(default_factory=dict)
     speaker: str | None = None
     memory_id: str | None = None
+    relevance: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ __all__ = [
     "check_int",
     "check_mode",
     "check_name",
+    "check_score",
     "check_text",
     "check_time",
     "normalise_messages",
@@ -71,12 +72,30 @@ def check_text(value: Any, field: str, max_chars: int, setting: str) -> str:
 
 
 def check_int(value: Any, field: str, low: int, high: int | None = None) -> int:
-    """An int (not bool) in [low, high]."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    """An int (not bool; numpy integers too) in [low, high], returned as a Python int."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise InvalidInputError(field, value, f"an int >= {low}")
+    value = int(value)
     if value < low or (high is not None and value > high):
         expected = f"an int in [{low}, {high}]" if high is not None else f"an int >= {low}"
         raise InvalidInputError(field, value, expected)
+    return value
+
+
+def check_score(value: Any, field: str, default: float) -> float:
+    """A relevance threshold in [0, 1] (``None`` → ``default``), returned as a float."""
+    if value is None:
+        return default
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InvalidInputError(field, value, "a number in [0, 1] or None", "0 keeps every hit.")
+    value = float(value)
+    if not 0.0 <= value <= 1.0:  # NaN fails too
+        raise InvalidInputError(
+            field,
+            value,
+            "a relevance in [0, 1] (Hit.relevance), or None for Config.min_relevance",
+            "It thresholds Hit.relevance, not Hit.score; 0 keeps every hit.",
+        )
     return value
 
 
@@ -216,6 +235,10 @@ def normalise_messages(
                 raise ValueError("it would not read back equal from JSON (use lists, not tuples or sets)")
         except (TypeError, ValueError, RecursionError) as exc:
             raise InvalidInputError(f"{f}.metadata", metadata, "a dict of JSON-serialisable values", str(exc)) from None
+        if len(dumped) > limits.max_metadata_chars:
+            raise LimitExceededError(
+                f"{f}.metadata", len(dumped), limits.max_metadata_chars, "characters as JSON", "max_metadata_chars"
+            )
         out.append(
             {
                 "role": role,
@@ -230,10 +253,16 @@ def normalise_messages(
     return out
 
 
-def check_names(value: Any, field: str, limits: Limits) -> list[str] | None:
-    """A list of names (threads, message ids) or ``None``; a bare string is refused."""
+def check_names(value: Any, field: str, limits: Limits, one: bool = False) -> list[str] | None:
+    """A list of names (threads, message ids) or ``None``.
+
+    With ``one``, a bare string is one name (``threads="chat-1"``); otherwise
+    it is refused (a message id string would otherwise be split into letters).
+    """
     if value is None:
         return None
+    if one and isinstance(value, str):
+        return [check_name(value, field, limits)]
     if isinstance(value, str) or not isinstance(value, Iterable):
         raise InvalidInputError(field, value, "a list of names or ids, or None")
     return [check_name(v, f"{field}[]", limits) for v in value]

@@ -21,6 +21,11 @@ def embedder() -> sgmem.Embedder:
     return default_embedder()
 
 
+#: The tests of other behaviour (filters, k, budgets, modes) search for things a store may not hold; the
+#: relevance cutoff (tested with its default in test_relevance.py and the adapters' first-hour tests) is off here.
+NO_CUTOFF = sgmem.Config(min_relevance=0.0)
+
+
 # --------------------------------------------------------------- backends
 # Tests marked ``both_backends`` (modules of backend-neutral core tests) run once on
 # the embedded SQLite store and once on PostgreSQL: their ``memory`` and
@@ -52,9 +57,17 @@ def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
 
 @pytest.fixture
 def memory(embedder: sgmem.Embedder, backend: str, request: pytest.FixtureRequest) -> Iterator[sgmem.Memory]:
-    """A fresh in-memory store (or a fresh PostgreSQL schema for ``both_backends`` tests)."""
+    """A fresh in-memory store (or a fresh PostgreSQL schema for ``both_backends`` tests), without the
+    relevance cutoff (see ``default_memory``)."""
     target = request.getfixturevalue("pg_url") if backend == "postgres" else None
-    with sgmem.Memory(target, embedder=embedder) as mem:
+    with sgmem.Memory(target, embedder=embedder, config=NO_CUTOFF) as mem:
+        yield mem
+
+
+@pytest.fixture
+def default_memory(embedder: sgmem.Embedder) -> Iterator[sgmem.Memory]:
+    """A fresh in-memory store with the default configuration (relevance cutoff on)."""
+    with sgmem.Memory(embedder=embedder) as mem:
         yield mem
 
 

@@ -515,22 +515,25 @@ class DerivedEngine:
         since: datetime | None,
         until: datetime | None,
         exclude: Sequence[str] | None,
+        min_cos: float = 0.0,
     ) -> list[Hit]:
-        """Top-``k`` of each derived kind in ``kinds`` (SGMem §1.3 step 2)."""
+        """Top-``k`` of each derived kind in ``kinds`` (SGMem §1.3 step 2), cosine ≥ ``min_cos``."""
         c = self.cache(scope_id)
         with self._lock:  # the cache's arrays grow under this lock
-            cands = {kind: c.search(kind, q, threads, since, until) for kind in kinds}
+            cands = {kind: _at_least(c.search(kind, q, threads, since, until), min_cos) for kind in kinds}
         with self.store.read() as conn:
             return derived_hits(cands, conn, k, set(exclude) if exclude else None)
 
-    def context_items(self, scope_id: int, q: np.ndarray, exclude: Sequence[str] | None) -> list[DerivedItem]:
+    def context_items(
+        self, scope_id: int, q: np.ndarray, exclude: Sequence[str] | None, min_cos: float = 0.0
+    ) -> list[DerivedItem]:
         """The generated memory :meth:`sgmem.Memory.context` may add (``DerivedConfig.context_kinds``)."""
         kinds = self.dcfg.context_kinds
         if not kinds or self.dcfg.context_k == 0:
             return []
         c = self.cache(scope_id)
         with self._lock:
-            cands = {kind: c.search(kind, q, None, None, None) for kind in kinds}
+            cands = {kind: _at_least(c.search(kind, q, None, None, None), min_cos) for kind in kinds}
         with self.store.read() as conn:
             return context_items(cands, conn, self.dcfg.context_k, set(exclude) if exclude else None)
 
@@ -618,3 +621,8 @@ def _foreign_usage(other: Any) -> LLMUsage:
         t.ms = float(getattr(u, "ms", 0.0) or 0.0)
         t.fallbacks = bad
     return out
+
+
+def _at_least(cands: list[tuple[int, float]], min_cos: float) -> list[tuple[int, float]]:
+    """Candidates whose cosine (their :attr:`sgmem.Hit.relevance`) is at least ``min_cos``."""
+    return [c for c in cands if c[1] >= min_cos] if min_cos > 0 else cands

@@ -115,6 +115,7 @@ def derived_hits(cands: dict[str, list[tuple[int, float]]], conn: Any, k: int, e
                     },
                     speaker=d["speaker"],
                     memory_id=f"{kind}:{mid}",
+                    relevance=min(1.0, max(0.0, cos)),  # see Hit.relevance: a memory's cosine to the query
                 )
             )
     return hits

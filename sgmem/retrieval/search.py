@@ -24,7 +24,7 @@ from ..text.lexical import analyze
 from .graph import EPSILON, chunk_rows, expand, rank_chunks
 from .index import ScopeIndex
 
-__all__ = ["Ranked", "Retriever"]
+__all__ = ["Ranked", "Retriever", "turn_relevance"]
 
 
 @dataclass
@@ -380,6 +380,28 @@ class Retriever:
                 why["graph"] = {"hop": hop, **({"via_seed": idx.sent_text[origin]} if hop else {})}
             out.append(Ranked("turn", [r], float(total[r]), why))
         return out
+
+
+def turn_relevance(idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
+    """[D] Each turn's relevance to the query embedded as ``q``, in [0, 1], whatever the mode.
+
+    The mean of two dense cosines: the turn's best sentence (a precise match
+    inside a long turn) and the whole turn (the normalised mean of its
+    sentence vectors; a short sentence that happens to resemble the query, such
+    as "It's like a reset button", does not carry the turn alone), clipped to
+    [0, 1]. Ranking scores (hybrid's fused sum, BM25) are not comparable across
+    modes or queries; this is, so ``min_score`` thresholds it. Chosen over the
+    best sentence alone and the turn alone by measurement on the LoCoMo dev
+    split (``sgmem eval locomo --relevance``): at equal loss of evidence inside
+    a 1,000-token context it leaves the most unrelated questions empty.
+    """
+    if idx.n_turns == 0:
+        return np.zeros(0)
+    cos = Retriever.sentence_cosines(idx, q)
+    best, _ = Retriever.per_turn_sentence_scores(idx, cos, 0.0)
+    best = np.where(np.isfinite(best), best, 0.0)
+    whole = Retriever.turn_cosines_from_sentences(idx, cos)
+    return np.clip((best + whole) / 2.0, 0.0, 1.0)
 
 
 def _neighbour_max(values: np.ndarray, prev: np.ndarray, nxt: np.ndarray, missing: float) -> np.ndarray:

@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 
@@ -42,6 +43,7 @@ from ..errors import (
 )
 from ..types import Message, ScopeStats
 from .connection import Conn, is_locked, statements
+from .paths import unusable_reason
 from .rows import MessageRow, SentenceRow
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -59,9 +61,12 @@ class SQLiteStore:
         busy_timeout_s: how long to wait for another writer's lock.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None, *, busy_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] | None, *, busy_timeout_s: float = 30.0, read_only: bool = False
+    ) -> None:
         self.dir: Path | None = None
         self._busy_timeout_s = busy_timeout_s
+        self.read_only = read_only
         self._lock = threading.RLock()
         if path is None:
             target = ":memory:"
@@ -76,6 +81,8 @@ class SQLiteStore:
                         f"(the database is {DB_FILENAME} inside it)."
                     )
                 created = not self.dir.exists()
+                if read_only and created:
+                    raise StoreError(f"no sgmem store at {str(self.dir)!r} to open read-only.")
                 self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
                 if created:  # a directory the user made keeps the permissions they gave it
                     os.chmod(self.dir, 0o700)
@@ -85,21 +92,28 @@ class SQLiteStore:
                     "Pass a directory you can write to."
                 ) from exc
             target = str(self.dir / DB_FILENAME)
+            problem = unusable_reason(self.dir, self.dir / DB_FILENAME, read_only)
+            if problem is not None:
+                raise problem
+        new_file = self.dir is not None and not (self.dir / DB_FILENAME).exists()
         try:
-            self._raw = sqlite3.connect(target, isolation_level=None, check_same_thread=False, timeout=busy_timeout_s)
+            uri = f"file:{quote(target)}?mode=ro" if read_only and self.dir is not None else target
+            self._raw = sqlite3.connect(
+                uri, isolation_level=None, check_same_thread=False, timeout=busy_timeout_s, uri=uri != target
+            )
             self.conn: Any = Conn(self._raw, target, busy_timeout_s)
-            if self.dir is not None:
+            if new_file:  # ours, user-only; an existing file keeps the permissions its owner gave it
                 with contextlib.suppress(OSError):
                     os.chmod(target, 0o600)
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.conn.execute("PRAGMA secure_delete = ON")
-            if self.dir is not None:
+            if self.dir is not None and not read_only:
                 mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":  # pragma: no cover - filesystem without WAL support
                     raise StoreError(f"could not put {target!r} in WAL mode (got {mode!r})")
                 self.conn.execute("PRAGMA synchronous = NORMAL")
-            self._migrate()
+            self._check_schema() if read_only else self._migrate()
         except BaseException as exc:
             # a store that failed to open must not keep its file handle (the caller
             # may move the file away and retry in the same process)
@@ -122,6 +136,24 @@ class SQLiteStore:
             ) from exc
 
     # ------------------------------------------------------------------ setup
+    def _check_schema(self) -> None:
+        """Read-only opening: the store must already be at this sgmem's schema (nothing can be migrated)."""
+        try:
+            done = {r[0] for r in self.conn.execute("SELECT name FROM migrations")}
+        except sqlite3.OperationalError:
+            done = set()
+        known = {name for name, _ in MIGRATIONS}
+        if done - known:
+            raise SchemaVersionError(
+                f"this store was written by a newer sgmem (migrations {sorted(done - known)} are unknown to "
+                f"sgmem {__version__}). Upgrade sgmem to open it."
+            )
+        if known - done:
+            raise StoreError(
+                "this store needs a schema upgrade, which a read-only opening cannot do: open it once "
+                "with sgmem.Memory(path) (writable), then read-only."
+            )
+
     def _migrate(self) -> None:
         with self.write():
             self.conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
@@ -155,8 +187,10 @@ class SQLiteStore:
 
     def bind_embedder(self, name: str, dim: int) -> None:
         """Record the embedder on first use; refuse a different one afterwards."""
-        with self.write():
+        with contextlib.nullcontext() if self.read_only else self.write():
             meta = dict(self.conn.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dim')").fetchall())
+            if not meta and self.read_only:  # an empty store: nothing to compare, nothing to record
+                return
             if not meta:
                 self.conn.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)", [("embedder", name), ("dim", str(dim))]
@@ -182,6 +216,11 @@ class SQLiteStore:
         overrides ``busy_timeout_s`` for this transaction (e.g. a best-effort
         cache save on close must not wait 30 s).
         """
+        if self.read_only:
+            raise StoreError(
+                f"this store was opened read-only (sgmem.Memory({str(self.dir)!r}, read_only=True)): "
+                "searches work, writes do not. Open it without read_only to add or delete."
+            )
         timeout = self._busy_timeout_s if timeout_s is None else timeout_s
         with self._lock:
             deadline = time.monotonic() + timeout

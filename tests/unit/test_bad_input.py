@@ -133,7 +133,7 @@ SEARCH_CASES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
     ("unknown mode", {"mode": "semantic"}, ("mode", "'semantic'")),
     ("mode wrong type", {"mode": 2}, ("mode",)),
     ("empty scope", {"scope": ""}, ("scope",)),
-    ("threads as a string", {"threads": "chat-1"}, ("threads",)),
+    ("threads as a number", {"threads": 5}, ("threads",)),  # a string is one thread (issue 12)
     ("threads with a number", {"threads": [1]}, ("threads[]",)),
     ("bad since", {"since": "whenever"}, ("since",)),
     ("bad until type", {"until": 3.0}, ("until",)),

@@ -23,7 +23,8 @@ HEADER = re.compile(r"^\[(\d{4}-\d\d-\d\d) \(\w{3}\) · (.+)\]$")
 
 @pytest.fixture(scope="module")
 def mem(embedder: sgmem.Embedder) -> Iterator[sgmem.Memory]:
-    with sgmem.Memory(embedder=embedder) as m:
+    # no relevance cutoff: these tests are about the budget and the block's form, with every turn a candidate
+    with sgmem.Memory(embedder=embedder, config=sgmem.Config(min_relevance=0.0)) as m:
         add_sample(m)
         yield m
 

@@ -19,7 +19,8 @@ MODES = ["vector", "graph", "bm25", "hybrid"]
 @pytest.fixture(scope="module")
 def mem(embedder: sgmem.Embedder) -> Iterator[sgmem.Memory]:
     """Read-only sample store shared by the module."""
-    with sgmem.Memory(embedder=embedder) as m:
+    # no relevance cutoff: these tests look at each mode's ranking, k and why, down to the weakest hit
+    with sgmem.Memory(embedder=embedder, config=sgmem.Config(min_relevance=0.0)) as m:
         add_sample(m)
         yield m
 
@@ -70,7 +71,7 @@ def test_search_is_deterministic(mem: sgmem.Memory, mode: str) -> None:
 
 def test_default_mode_is_hybrid_and_configurable(mem: sgmem.Memory, embedder: sgmem.Embedder) -> None:
     assert mem.search("cat", scope="alice")[0].why["mode"] == "hybrid"
-    with sgmem.Memory(embedder=embedder, config=sgmem.Config(default_mode="bm25")) as other:
+    with sgmem.Memory(embedder=embedder, config=sgmem.Config(default_mode="bm25", min_relevance=0.0)) as other:
         add_sample(other)
         assert all(h.why["mode"] == "bm25" for h in other.search("cat keyboard", scope="alice"))
 
@@ -120,7 +121,7 @@ def test_graph_why_shows_seed_sentences(mem: sgmem.Memory) -> None:
 
 
 def _expanding_memory(embedder: sgmem.Embedder, **graph: object) -> sgmem.Memory:
-    mem = sgmem.Memory(embedder=embedder, config=sgmem.Config(graph=sgmem.GraphConfig(**graph)))  # type: ignore[arg-type]
+    mem = sgmem.Memory(embedder=embedder, config=sgmem.Config(graph=sgmem.GraphConfig(**graph), min_relevance=0.0))  # type: ignore[arg-type]
     mem.add(
         [
             {"role": "user", "content": c}
@@ -187,7 +188,7 @@ def test_time_filters_are_inclusive(mem: sgmem.Memory, mode: str) -> None:
 
 # ----------------------------------------------------------- chunk levels
 def _chunked(embedder: sgmem.Embedder, level: str) -> sgmem.Memory:
-    mem = sgmem.Memory(embedder=embedder, config=sgmem.Config(graph=sgmem.GraphConfig(chunk_level=level)))  # type: ignore[arg-type]
+    mem = sgmem.Memory(embedder=embedder, config=sgmem.Config(graph=sgmem.GraphConfig(chunk_level=level), min_relevance=0.0))  # type: ignore[arg-type]
     mem.add([dict(m) for m in CAT_THREAD], scope="s", thread="t", at=DAY1)
     mem.add([dict(m) for m in RUN_THREAD], scope="s", thread="t", at=DAY2)
     return mem
@@ -217,7 +218,7 @@ def test_round_chunks_are_user_turn_plus_replies(embedder: sgmem.Embedder) -> No
 
 
 def test_round_continues_across_adds(embedder: sgmem.Embedder) -> None:
-    cfg = sgmem.Config(graph=sgmem.GraphConfig(chunk_level="round"))
+    cfg = sgmem.Config(graph=sgmem.GraphConfig(chunk_level="round"), min_relevance=0.0)
     with sgmem.Memory(embedder=embedder, config=cfg) as mem:
         mem.add(dict(CAT_THREAD[0]), scope="s", thread="t", at=DAY1)
         mem.add(dict(CAT_THREAD[1]), scope="s", thread="t", at=DAY1)
@@ -244,7 +245,9 @@ def test_chunk_level_only_changes_graph_mode(embedder: sgmem.Embedder) -> None:
 
 
 def test_max_plus_rest_ranks_a_chunk_by_its_best_sentence(embedder: sgmem.Embedder) -> None:
-    cfg = sgmem.Config(graph=replace(sgmem.GraphConfig(), chunk_score="max_plus_rest", rest_weight=0.0))
+    cfg = sgmem.Config(
+        graph=replace(sgmem.GraphConfig(), chunk_score="max_plus_rest", rest_weight=0.0), min_relevance=0.0
+    )
     with sgmem.Memory(embedder=embedder, config=cfg) as mem:
         add_sample(mem)
         for h in mem.search("grey cat", scope="alice", k=4, mode="graph"):

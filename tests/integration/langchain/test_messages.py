@@ -130,7 +130,7 @@ def test_messages_added_without_langchain_replay_by_role(memory: sgmem.Memory) -
 BAD: list[tuple[Any, str]] = [
     (CustomMessage(content="hello"), "CustomMessage"),
     (MyHuman(content="hello"), "MyHuman"),
-    (ChatMessage(role="narrator", content="Once upon a time"), "narrator"),
+    (ChatMessage(role=" ", content="Once upon a time"), "role"),  # a role of its own is a named turn; blank is not
     (RemoveMessage(id="h1"), "RemoveMessage"),
     ("just a string", "str"),
     (AIMessage("x", additional_kwargs={"when": object()}), "JSON"),

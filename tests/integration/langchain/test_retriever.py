@@ -44,7 +44,7 @@ def test_documents_carry_provenance(filled: sgmem.Memory) -> None:
     docs = SGMemRetriever(memory=filled, scope="alice", mode="vector").invoke("What is my cat called?")
     assert docs and "Miso" in docs[0].page_content
     meta = docs[0].metadata
-    assert set(meta) == {"score", "message_ids", "thread", "at", "kind", "why", "speaker"}
+    assert set(meta) == {"score", "relevance", "message_ids", "thread", "at", "kind", "why", "speaker"}
     assert meta["thread"] == "chat-1" and meta["kind"] == "turn" and meta["speaker"] == "Alice"
     assert datetime.fromisoformat(meta["at"]) == DAY1
     stored = {m.id: m.content for m in filled.messages(scope="alice")}
@@ -62,16 +62,17 @@ def test_scopes_never_mix(filled: sgmem.Memory) -> None:
 
 
 def test_k_in_constructor_and_per_call(filled: sgmem.Memory) -> None:
-    retriever = SGMemRetriever(memory=filled, scope="alice", k=2, mode="vector")
+    retriever = SGMemRetriever(memory=filled, scope="alice", k=2, mode="vector", min_score=0)  # no relevance cut
     assert len(retriever.invoke("running")) == 2
     assert len(retriever.invoke("running", k=5)) == 5
     assert len(retriever.batch(["cat", "marathon"], k=1)[1]) == 1
 
 
 def test_threads_and_time_filters(filled: sgmem.Memory) -> None:
-    by_thread = SGMemRetriever(memory=filled, scope="alice", threads=["chat-2"], k=10).invoke("cat")
+    # min_score=0: the filters alone decide (no cat is mentioned in chat-2)
+    by_thread = SGMemRetriever(memory=filled, scope="alice", threads=["chat-2"], k=10, min_score=0).invoke("cat")
     assert by_thread and {d.metadata["thread"] for d in by_thread} == {"chat-2"}
-    since = SGMemRetriever(memory=filled, scope="alice", since=DAY2, k=10).invoke("cat")
+    since = SGMemRetriever(memory=filled, scope="alice", since=DAY2, k=10, min_score=0).invoke("cat")
     assert since and all(datetime.fromisoformat(d.metadata["at"]) >= DAY2 for d in since)
 
 
@@ -108,7 +109,7 @@ def test_bad_calls_are_refused(filled: sgmem.Memory) -> None:
         retriever.invoke("   ")
     with pytest.raises(sgmem.InvalidInputError, match="^k: received 0"):
         retriever.invoke("cat", k=0)
-    with pytest.raises(TypeError):
+    with pytest.raises(sgmem.InvalidInputError, match="top_n"):  # never silently ignored
         retriever.invoke("cat", top_n=3)
 
 

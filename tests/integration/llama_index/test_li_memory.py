@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
-from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
+from llama_index.core.base.llms.types import ChatMessage, LLMMetadata, MessageRole, TextBlock
 from llama_index.core.llms import MockLLM
 from llama_index.core.memory import ChatMemoryBuffer
 
@@ -103,21 +104,48 @@ def test_set_replaces_reset_clears_and_get_all_returns_everything(memory: sgmem.
     assert mem.get_all() == CHAT
     mem.set(CHAT[:2])
     assert mem.get_all() == CHAT[:2]
-    mem.reset()
-    assert mem.get_all() == [] and mem.get() == []
+    old = mem.thread
+    mem.reset()  # a chat engine's reset: a new thread, nothing forgotten
+    assert mem.get_all() == [] and mem.get() == [] and mem.thread != old
+    assert memory.messages(scope="alice", thread=old)  # still in long-term memory
     assert other.get_all() == [user("another thread")]
+    mem.put(user("new"))
+    mem.forget()  # explicit deletion
+    assert mem.get_all() == [] and memory.messages(scope="alice", thread=mem.thread) == []
+    deleting = _memory(memory, thread="t3", reset_deletes=True)
+    deleting.put(user("gone"))
+    deleting.reset()
+    assert deleting.thread == "t3" and memory.messages(scope="alice", thread="t3") == []
 
 
 def test_from_defaults_accepts_what_engines_pass(memory: sgmem.Memory) -> None:
     mem = SGMemMemory.from_defaults(
         memory=memory, scope="alice", thread="t1", chat_history=list(CHAT[:2]), llm=MockLLM()
     )
-    assert mem.token_limit == int(MockLLM().metadata.context_window * 0.75)
+    window = MockLLM().metadata.context_window
+    # recent messages plus recalled context keep within 75 % of the window
+    assert mem.token_limit + mem.context_tokens == int(window * 0.75)
     assert mem.get_all() == CHAT[:2]
     assert SGMemMemory.from_defaults(memory=memory, scope="alice").token_limit == 3000
     assert SGMemMemory.from_defaults(memory=memory, scope="alice", token_limit=77, mode="bm25").token_limit == 77
     fresh = SGMemMemory.from_defaults(memory=memory, scope="alice")
     assert fresh.thread != SGMemMemory.from_defaults(memory=memory, scope="alice").thread
+
+
+
+def test_from_defaults_leaves_room_for_the_prompt_and_answer_of_a_4k_model(memory: sgmem.Memory) -> None:
+    mem = SGMemMemory.from_defaults(memory=memory, scope="alice", thread="t1", llm=_Window4k())
+    # before: 3,072 tokens of messages + 1,000 of recall = 4,072 of 4,096, no room for the answer
+    assert mem.token_limit + mem.context_tokens <= 4096 * 0.75
+    assert mem.context_tokens > 0 and mem.token_limit > 0
+
+
+class _Window4k(MockLLM):
+    """A MockLLM that says it has a 4,096-token context window."""
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(context_window=4096, num_output=256)
 
 
 MEM = object()  # stands for the test's sgmem.Memory
@@ -158,10 +186,12 @@ def test_bad_messages_are_clear_errors_and_store_nothing(memory: sgmem.Memory) -
     assert mem.get_all() == [user("kept")]
 
 
-def test_serialisation_leaves_the_store_and_tokenizer_out(memory: sgmem.Memory) -> None:
-    data = _memory(memory, token_limit=100).to_dict()
+def test_serialisation_leaves_the_store_and_tokenizer_out(embedder: sgmem.Embedder, tmp_path: Path) -> None:
+    with sgmem.Memory(tmp_path / "m", embedder=embedder) as store:
+        data = _memory(store, token_limit=100).to_dict()
     assert data["scope"] == "alice" and data["thread"] == "t1" and data["token_limit"] == 100
     assert "memory" not in data and "tokenizer_fn" not in data
+    assert data["store_path"] == str(tmp_path / "m")  # the store is saved by its path, not as an object
 
 
 async def test_async_twins(memory: sgmem.Memory) -> None:

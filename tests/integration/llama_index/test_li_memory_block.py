@@ -76,7 +76,8 @@ async def test_explicit_thread_and_no_user_message(memory: sgmem.Memory) -> None
 
 
 async def test_atruncate_asks_again_with_the_smaller_budget(memory: sgmem.Memory) -> None:
-    block = SGMemMemoryBlock(memory=memory, scope="alice", budget_tokens=500)
+    # min_score=0: the unrelated filler fills the budget too, so truncation has something to drop
+    block = SGMemMemoryBlock(memory=memory, scope="alice", budget_tokens=500, min_score=0)
     await block.aput([user(FACT), assistant("Noted!"), *FILLER], session_id="monday")
     content = await block.aget([user(QUESTION)])
     full = count_tokens(content)

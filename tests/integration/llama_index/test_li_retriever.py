@@ -69,7 +69,8 @@ def test_k_mode_and_threads_are_passed_to_sgmem(alice: sgmem.Memory) -> None:
     assert len(SGMemRetriever(memory=alice, scope="alice", k=1).retrieve("cat tuna marathon")) == 1
     bm25 = SGMemRetriever(memory=alice, scope="alice", k=4, mode="bm25").retrieve("Berlin marathon")
     assert bm25[0].node.metadata["message_ids"] == ["r1"] and bm25[0].node.metadata["why"]["mode"] == "bm25"
-    only_runs = SGMemRetriever(memory=alice, scope="alice", k=4, threads=["chat-2"]).retrieve(QUESTION)
+    # min_score=0: the thread filter alone decides (the cat question matches nothing in chat-2)
+    only_runs = SGMemRetriever(memory=alice, scope="alice", k=4, threads=["chat-2"], min_score=0).retrieve(QUESTION)
     assert only_runs and {n.node.metadata["thread"] for n in only_runs} == {"chat-2"}
 
 

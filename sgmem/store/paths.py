@@ -1,0 +1,66 @@
+"""Where an embedded store lives: checking the directory before SQLite opens it.
+
+SQLite reports every problem opening a file as "unable to open database
+file"; this module tells the user which one it is (a path that is a file, a
+database name that is a directory, a directory or file they may not write)
+instead of calling the store corrupt.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidInputError, StoreError
+
+__all__ = ["resolve_store_path", "unusable_reason"]
+
+
+def resolve_store_path(path: Any) -> Path | None:
+    """A store directory from what the user passed: ``~`` expanded, ``""`` refused.
+
+    Raises:
+        InvalidInputError: ``path`` is not a str / ``os.PathLike`` or ``None``, or is blank.
+    """
+    if path is None:
+        return None
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidInputError("path", path, "a directory path (str or pathlib.Path) or None")
+    raw = os.fspath(path)
+    if isinstance(raw, bytes) or not raw.strip():
+        raise InvalidInputError(
+            "path",
+            path,
+            "a directory path, or None for an in-memory store",
+            "An empty path would silently use the current directory; pass e.g. './memory'.",
+        )
+    if "\x00" in raw:
+        raise InvalidInputError("path", path, "a directory path without NUL characters")
+    return Path(raw).expanduser()
+
+
+def unusable_reason(directory: Path, db: Path, read_only: bool) -> StoreError | None:
+    """Why SQLite could not open ``db`` in ``directory``, when it is not damage to the file (else ``None``)."""
+    if db.is_dir():
+        return StoreError(
+            f"{str(db)!r} is a directory, not a database file. Move it away (it is not an sgmem store) "
+            "or pass another path."
+        )
+    if read_only:
+        if not db.exists():
+            return StoreError(f"no sgmem store at {str(directory)!r} to open read-only ({db.name} is missing).")
+        if not os.access(db, os.R_OK):
+            return StoreError(f"permission denied: cannot read {str(db)!r}. Fix its permissions.")
+        return None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return StoreError(
+            f"permission denied: the store directory {str(directory)!r} is not writable. Fix its permissions, "
+            "or open the store with sgmem.Memory(path, read_only=True) to search it without writing."
+        )
+    if db.exists() and not os.access(db, os.R_OK | os.W_OK):
+        return StoreError(
+            f"permission denied: {str(db)!r} is read-only for this user. sgmem does not change a file's "
+            "permissions: open it with sgmem.Memory(path, read_only=True), or make it writable (chmod u+w)."
+        )
+    return None
