@@ -83,6 +83,7 @@ class PostgresStore(SQLiteStore):
         self._busy_timeout_s = busy_timeout_s
         self._lock = threading.RLock()
         self._writing = False
+        self.read_only = False  # read-only opening is for a store directory (see Memory)
         self.vector_index = vector_index
         self.pgvector = False  # set by bind_embedder when the server has the extension
         self._pool = None if isinstance(target, str) else target
