@@ -61,7 +61,7 @@ def store(embedder: sgmem.Embedder, tmp_path_factory: pytest.TempPathFactory) ->
 def rank_of(mem: sgmem.Memory, question: str, evidence: str, mode: str | None = None) -> int:
     """1-based rank of the evidence turn among the distinct turns returned (99 when absent)."""
     seen: list[str] = []
-    for h in mem.search(question, scope=SCOPE, k=60, mode=mode):
+    for h in mem.search(question, scope=SCOPE, k=60, mode=mode, min_score=0):  # ranking, not the cutoff
         for m in h.message_ids:
             if m not in seen:
                 seen.append(m)
