@@ -27,6 +27,7 @@ from .ingest import embed_texts, knn_edges, prepare, turn_vectors
 from .llm import LLM
 from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords, plan_add
 from .pyramid.vocabulary import apply_plan
+from .retrieval.ann import ensure_ann
 from .retrieval.index import ScopeIndex, load_scope_index
 from .retrieval.search import Ranked, Retriever, allowed_mask
 from .store.schema import SCHEMA_VERSION
@@ -201,6 +202,8 @@ class Memory(AsyncMethods):
         turn_vectors(prep, int(self.embedder.dim))
         with self._lock:  # keywords are planned against the scope's vocabulary, outside the transaction
             kw_idx = self._index(sid_known) if sid_known else None
+            if kw_idx is not None:
+                ensure_ann(kw_idx, self.config.graph)  # a first (re)build happens here, outside the write lock
             kw_snapshot = ensure_keywords(self._store, kw_idx) if kw_idx is not None else None
         kw_plan = plan_add(
             kw_snapshot,
@@ -237,7 +240,7 @@ class Memory(AsyncMethods):
                     else np.zeros((0, idx.dim), dtype=np.float32)
                 )
                 g = self.config.graph
-                pairs = knn_edges(idx, new_sent_vecs, g.knn_k, g.knn_min_cosine)
+                pairs = knn_edges(idx, new_sent_vecs, g.knn_k, g.knn_min_cosine, ann=ensure_ann(idx, g))
                 t_graph = time.perf_counter()
                 msg_ids, rounds, turn_edges = place_messages(self._store, scope_id, thread, prep.messages)
                 sent_ids = self._store.insert_sentences(scope_id, [(msg_ids[s.msg], s) for s in prep.sentences])

@@ -134,7 +134,7 @@ class Retriever:
             w = idx.idf(t)
             total += w
             rows = idx.postings.get(t)
-            if not rows:
+            if rows is None:
                 continue
             here = np.zeros(n, dtype=bool)
             here[rows] = True
