@@ -348,5 +348,6 @@ class SGMemStore(BaseStore):
                     )
                 if old:
                     self.memory.delete(scope=scope, message_ids=list(old))
-                for i in range(0, len(new), _ADD_CHUNK):
-                    self.memory.add(new[i : i + _ADD_CHUNK], scope=scope, thread=STORE_THREAD)
+                if new:  # one embedding pass for the whole batch, one transaction per chunk
+                    chunks = [(STORE_THREAD, new[i : i + _ADD_CHUNK]) for i in range(0, len(new), _ADD_CHUNK)]
+                    self.memory.add_many(chunks, scope=scope)

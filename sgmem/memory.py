@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .aio import AsyncMethods
+from .bulk import embed_length_sorted, split_items
 from .config import Config
 from .context import ContextTurn, digest_turn
 from .derived.context import fit_with_derived
@@ -23,7 +24,7 @@ from .embed.base import Embedder, check_embeddings
 from .embed.minilm import default_embedder
 from .errors import InvalidInputError, NotFoundError, SgmemError
 from .gate.blas import single_thread_blas
-from .ingest import embed_texts, knn_edges, prepare, turn_vectors
+from .ingest import embed_texts, knn_edges, prepare, text_hash, turn_vectors
 from .llm import LLM
 from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords, plan_add
 from .pyramid.vocabulary import apply_plan
@@ -43,7 +44,7 @@ from .validate import (
     check_time,
     normalise_messages,
 )
-from .write import delete_rows, extend_index, place_messages, session_names
+from .write import PendingAdd, delete_rows, extend_index, place_messages, session_names
 
 __all__ = ["Memory"]
 
@@ -180,7 +181,69 @@ class Memory(AsyncMethods):
         with single_thread_blas():  # numpy's BLAS threads would contend with the embedder's
             return self._add(messages, scope, thread, at)
 
+    def add_many(self, items: Sequence[Any], *, scope: str, at: datetime | str | None = None) -> list[AddResult]:
+        """Store many adds (threads, sessions) in one call, embedding all their texts in one pass.
+
+        Args:
+            items: each one add: ``{"messages": [...], "thread": "...", "at": optional}``
+                or a ``(thread, messages)`` pair; messages as for :meth:`add`.
+            scope: whose memory they all go to.
+            at: default time for items and messages without their own.
+
+        Every item is validated (and message ids checked unique across the call
+        and in the scope) before anything is written; then the new texts of
+        all items are embedded together, sorted by length, and each item is
+        written as its own transaction, in order, exactly as :meth:`add` would
+        (see :mod:`sgmem.bulk`).
+
+        Returns:
+            One AddResult per item, in order.
+
+        Raises:
+            InvalidInputError: a malformed item or message; nothing is stored.
+        """
+        with single_thread_blas():
+            return self._add_many(items, scope, at)
+
+    def _add_many(self, items: Any, scope: str, at: datetime | str | None) -> list[AddResult]:
+        self._check_open()
+        scope = check_name(scope, "scope", self.config.limits)
+        default_at = check_time(at, "at")
+        pending = [self._prepare_add(m, scope, t, a or default_at) for t, m, a in split_items(items)]
+        seen: set[str] = set()
+        for p in pending:
+            ids = [m["id"] for m in p.msgs if m["id"]]
+            dup = seen.intersection(ids)
+            if dup:
+                raise InvalidInputError("items[].messages[].id", sorted(dup)[:5], "ids used once in the call")
+            seen.update(ids)
+        texts = [t for p in pending for t in p.prep.sentence_texts]
+        with self._lock:
+            sid = self._store.scope_id(scope)
+            stored = self._store.existing_ext_ids(sid, sorted(seen)) if sid is not None and seen else []
+            known = self._store.vectors_by_hash(sid, [text_hash(t) for t in texts]) if sid is not None else {}
+        if stored:
+            raise InvalidInputError(
+                "items[].messages[].id",
+                stored[:5],
+                "ids not already stored in this scope",
+                "Message ids are unique per scope; omit 'id' to let sgmem generate one.",
+            )
+        vectors, _ = embed_length_sorted(self.embedder, texts, known)
+        fresh = set(vectors) - set(known)
+        out = []
+        for p in pending:
+            mine = {s.embed_hash for s in p.prep.sentences} & fresh
+            fresh -= mine
+            out.append(self._commit_add(p, vectors, embedded=len(mine)))
+        return out
+
     def _add(self, messages: Any, scope: str, thread: str, at: datetime | str | None) -> AddResult:
+        pending = self._prepare_add(messages, scope, thread, at)
+        return self._commit_add(pending, None)
+
+    def _prepare_add(self, messages: Any, scope: str, thread: str, at: datetime | str | None) -> PendingAdd:
+        """Validate and segment one add (nothing is read or written yet)."""
         self._check_open()
         t0 = time.perf_counter()
         limits = self.config.limits
@@ -191,11 +254,20 @@ class Memory(AsyncMethods):
         ext_ids = [m["id"] or f"msg_{uuid.uuid4().hex[:20]}" for m in msgs]
         sessions = session_names(msgs, thread, self.config.session_by_day)
         prep = prepare(msgs, self.config, sessions, ext_ids)
-        t_seg = time.perf_counter()
+        return PendingAdd(scope, thread, msgs, ext_ids, prep, t0, time.perf_counter())
+
+    def _commit_add(self, pending: PendingAdd, vectors: dict[str, np.ndarray] | None, embedded: int = 0) -> AddResult:
+        """Embed (texts not in ``vectors``), plan and write one prepared add in one transaction."""
+        scope, thread, msgs, ext_ids, prep = pending.scope, pending.thread, pending.msgs, pending.ext_ids, pending.prep
+        t0, t_seg = pending.t0, pending.t_seg
         texts = prep.sentence_texts
+        vectors = vectors or {}
+        missing = [s.embed_hash for s in prep.sentences if s.embed_hash not in vectors]
         with self._lock:  # the connection is shared: no read may interleave with another thread's write
+            self._check_open()
             sid_known = self._store.scope_id(scope)
-            known = self._store.vectors_by_hash(sid_known, [s.embed_hash for s in prep.sentences]) if sid_known else {}
+            known = self._store.vectors_by_hash(sid_known, missing) if sid_known and missing else {}
+        known.update((s.embed_hash, vectors[s.embed_hash]) for s in prep.sentences if s.embed_hash in vectors)
         vecs, n_embedded = embed_texts(self.embedder, texts, known, self.config.embed_batch_size)
         for sent, vec in zip(prep.sentences, vecs, strict=False):
             sent.vec = vec
@@ -267,7 +339,7 @@ class Memory(AsyncMethods):
             messages=len(msg_ids),
             sentences=len(sent_ids),
             edges=n_sedges + n_tedges,
-            embedded=n_embedded + (d_plan.embedded if d_plan is not None else 0),
+            embedded=n_embedded + embedded + (d_plan.embedded if d_plan is not None else 0),
             timings_ms={
                 "segment": (t_seg - t0) * 1e3,
                 "embed": (t_emb - t_seg) * 1e3,

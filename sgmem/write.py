@@ -8,6 +8,7 @@ index by what a committed add wrote, so the next read needs no rebuild.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timezone
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,20 @@ from .pyramid.vocabulary import prune
 from .retrieval.index import ScopeIndex, discard_cache
 from .store.sqlite import SQLiteStore
 
-__all__ = ["delete_rows", "extend_index", "place_messages", "session_names"]
+__all__ = ["PendingAdd", "delete_rows", "extend_index", "place_messages", "session_names"]
+
+
+@dataclass
+class PendingAdd:
+    """One add, validated and segmented, not yet embedded or written."""
+
+    scope: str
+    thread: str
+    msgs: list[dict[str, Any]]
+    ext_ids: list[str]
+    prep: Any  # sgmem.ingest.Prepared
+    t0: float
+    t_seg: float
 
 
 def session_names(messages: list[dict[str, Any]], thread: str, by_day: bool) -> list[str]:
