@@ -24,12 +24,13 @@ __all__ = ["Column", "Grow", "Lazy", "Names", "Neighbours", "Postings", "csr"]
 class Grow:
     """A 1-d numpy array that grows by doubling (amortised O(1) appends)."""
 
-    __slots__ = ("_a", "n")
+    __slots__ = ("_a", "_v", "n")
 
     def __init__(self, dtype: Any, data: np.ndarray | None = None) -> None:
         arr = np.asarray(data, dtype=dtype) if data is not None else np.empty(16, dtype=dtype)
         self._a = np.array(arr, dtype=dtype, copy=True) if data is not None else arr
         self.n = len(arr) if data is not None else 0
+        self._v: np.ndarray | None = None
 
     def _room(self, extra: int) -> None:
         need = self.n + extra
@@ -42,17 +43,21 @@ class Grow:
         self._room(1)
         self._a[self.n] = value
         self.n += 1
+        self._v = None
 
     def extend(self, values: Any) -> None:
         vals = np.asarray(values, dtype=self._a.dtype)
         self._room(len(vals))
         self._a[self.n : self.n + len(vals)] = vals
         self.n += len(vals)
+        self._v = None
 
     def view(self) -> np.ndarray:
         """The filled part (a read-only view; appends later never change it)."""
-        v = self._a[: self.n]
-        v.flags.writeable = False
+        v = self._v
+        if v is None:
+            v = self._v = self._a[: self.n]
+            v.flags.writeable = False
         return v
 
     def set(self, i: int, value: Any) -> None:

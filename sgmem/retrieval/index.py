@@ -48,6 +48,16 @@ def _view(index: Any) -> np.ndarray:
     return _faiss().rev_swig_ptr(index.get_xb(), n * d).reshape(n, d)
 
 
+def _inner_products(index: Any, q: np.ndarray) -> np.ndarray:
+    n = index.ntotal
+    out = np.empty(n, dtype=np.float32)
+    if n:
+        faiss = _faiss()
+        qv = np.ascontiguousarray(q, dtype=np.float32).reshape(-1)
+        faiss.fvec_inner_products_ny(faiss.swig_ptr(out), faiss.swig_ptr(qv), index.get_xb(), index.d, n)
+    return out
+
+
 def _find(ids: np.ndarray, key: int) -> int | None:
     """Row of ``key`` in ascending ``ids`` (SQLite row ids only grow), or None."""
     i = int(np.searchsorted(ids, key))
@@ -232,6 +242,14 @@ class ScopeIndex:
     def sentence_vectors(self) -> np.ndarray:
         """(n_sentences, dim) view of the sentence vectors."""
         return _view(self.sent_index)
+
+    def sentence_cosines(self, q: np.ndarray) -> np.ndarray:
+        """``q ·`` every sentence vector (float32), by FAISS's SIMD kernel: the scan of a flat search."""
+        return _inner_products(self.sent_index, q)
+
+    def turn_cosines(self, q: np.ndarray) -> np.ndarray:
+        """``q ·`` every turn vector (float32)."""
+        return _inner_products(self.turn_index, q)
 
     def turn_sum_norms(self) -> np.ndarray:
         """‖Σ of each turn's sentence vectors‖ (0 for a turn without sentences).

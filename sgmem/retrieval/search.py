@@ -60,13 +60,11 @@ class Retriever:
     # -------------------------------------------------------------- channels
     @staticmethod
     def sentence_cosines(idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
-        vecs = idx.sentence_vectors()
-        return vecs @ q if len(vecs) else np.zeros(0, dtype=np.float32)
+        return idx.sentence_cosines(q)
 
     @staticmethod
     def turn_cosines(idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
-        vecs = idx.turn_vectors()
-        return vecs @ q if len(vecs) else np.zeros(0, dtype=np.float32)
+        return idx.turn_cosines(q)
 
     @staticmethod
     def turn_cosines_from_sentences(idx: ScopeIndex, cos: np.ndarray) -> np.ndarray:
