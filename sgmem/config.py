@@ -276,6 +276,14 @@ class Config:
         context_turn_tokens: [D] in :meth:`Memory.context`, a turn longer than
             this keeps only its sentences closest to the query (marked "…"), so
             the budget holds more distinct memories; 0 keeps turns whole.
+        dense_index: [D] ``"exact"`` (default) scores every sentence of the scope
+            against the query; ``"hnsw"`` makes scopes of at least
+            ``dense_ann_min_sentences`` sentences score only the
+            ``dense_ann_candidates`` sentences the HNSW index
+            (:mod:`sgmem.retrieval.ann`, the one the kNN edges use) finds
+            nearest, exactly; every other sentence counts as cosine −1 (never a
+            graph seed, last in the dense channels). Approximate: for very large
+            scopes, measured by ``python -m benchmarks.scale``.
     """
 
     default_mode: str = "hybrid"
@@ -290,8 +298,24 @@ class Config:
     busy_timeout_s: float = 30.0
     session_by_day: bool = True
     context_turn_tokens: int = 40
+    dense_index: Literal["exact", "hnsw"] = "exact"
+    dense_ann_min_sentences: int = 200_000
+    dense_ann_candidates: int = 2000
 
     def __post_init__(self) -> None:
+        _check(self.dense_index in ("exact", "hnsw"), "Config.dense_index", self.dense_index, "'exact' or 'hnsw'")
+        _check(
+            _is_int(self.dense_ann_min_sentences) and self.dense_ann_min_sentences >= 0,
+            "Config.dense_ann_min_sentences",
+            self.dense_ann_min_sentences,
+            "an int >= 0",
+        )
+        _check(
+            _is_int(self.dense_ann_candidates) and self.dense_ann_candidates >= 1,
+            "Config.dense_ann_candidates",
+            self.dense_ann_candidates,
+            "an int >= 1",
+        )
         _check(self.default_mode in MODES, "Config.default_mode", self.default_mode, f"one of {MODES}")
         _check(
             _is_int(self.embed_batch_size) and self.embed_batch_size >= 1,

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["AnnIndex", "ensure_ann"]
+__all__ = ["AnnIndex", "approx_cosines", "ensure_ann"]
 
 
 def _faiss() -> Any:
@@ -110,3 +110,27 @@ def ensure_ann(idx: Any, cfg: Any) -> AnnIndex | None:
     ann.extend(idx.sentence_vectors())
     idx.ann = ann
     return ann
+
+
+def approx_cosines(idx: Any, q: np.ndarray, config: Any) -> np.ndarray | None:
+    """Query cosines from the HNSW index when ``config`` (a :class:`sgmem.Config`) asks for them.
+
+    The ``dense_ann_candidates`` nearest sentences get their exact cosine,
+    every other sentence −1. None when the scope is to be scanned exactly.
+    """
+    if config.dense_index != "hnsw" or idx.n_sentences < config.dense_ann_min_sentences or idx.n_sentences == 0:
+        return None
+    g = config.graph
+    ann = ensure_ann(idx, g) if g.knn_k > 0 else None
+    if ann is None:  # kNN edges off: an index of its own, same parameters
+        ann = idx.ann or AnnIndex(idx.dim, g.knn_hnsw_m, g.knn_hnsw_ef_construction, g.knn_hnsw_ef_search)
+        ann.extend(idx.sentence_vectors())
+        idx.ann = ann
+    n_cand = min(config.dense_ann_candidates, idx.n_sentences)
+    ann.index.hnsw.efSearch = max(g.knn_hnsw_ef_search, n_cand)
+    qv = np.ascontiguousarray(q, dtype=np.float32).reshape(1, -1)
+    rows = ann.candidates(qv, n_cand)[0]
+    rows = rows[rows >= 0]
+    out = np.full(idx.n_sentences, -1.0, dtype=np.float32)
+    out[rows] = idx.sentence_vectors()[rows] @ qv[0]
+    return out

@@ -164,3 +164,29 @@ def test_the_hnsw_path_is_used_past_the_configured_size(tmp_path: Path) -> None:
             if want:
                 assert idx.ann.ntotal == idx.n_sentences
                 assert mem.search("cat trip", scope="a", mode="graph")
+
+
+def test_the_approximate_dense_index_scores_only_hnsw_candidates() -> None:
+    emb = HashEmbedder()
+    exact_cfg = sgmem.Config()
+    approx_cfg = sgmem.Config(dense_index="hnsw", dense_ann_min_sentences=0, dense_ann_candidates=50)
+    queries = ["cat trip to paris", "violin storm river", "chess and coffee number 7"]
+    got = {}
+    for name, cfg in (("exact", exact_cfg), ("approx", approx_cfg)):
+        with sgmem.Memory(embedder=emb, config=cfg) as mem:
+            for thread, msgs in _adds(30):
+                mem.add(msgs, scope="a", thread=thread)
+            idx = mem._index(mem._store.require_scope("a"))
+            assert idx.ann is None  # far below the kNN edges' HNSW size
+            got[name] = [[h.text for h in mem.search(q, scope="a", k=5, mode="vector")] for q in queries]
+            if name == "approx":
+                assert idx.ann is not None and idx.ann.ntotal == idx.n_sentences  # built by the query
+                from sgmem.retrieval.ann import approx_cosines
+
+                cos = approx_cosines(idx, emb.embed([queries[0]])[0], approx_cfg)
+                assert cos is not None and int((cos > -1).sum()) <= 50  # only candidates were scored
+                exact = idx.sentence_cosines(emb.embed([queries[0]])[0])
+                scored = cos > -1
+                assert np.allclose(cos[scored], exact[scored], atol=1e-6)
+    same = sum(a == b for qa, qb in zip(got["exact"], got["approx"], strict=True) for a, b in zip(qa, qb, strict=True))
+    assert same >= 0.8 * 5 * len(queries)
