@@ -123,6 +123,7 @@ class ScopeIndex:
         self._sent_ids = Grow(np.int64)
         self._sent_msg = Grow(np.int32)
         self._sent_idx = Grow(np.int32)
+        self._sent_ids_sorted = True  # ids grow with rows unless a message's sentences were rewritten
         self.adjacency = Neighbours()
         self._np_cache: dict[str, np.ndarray] = {}
         self._turn_norms: np.ndarray | None = None
@@ -324,7 +325,11 @@ class ScopeIndex:
         return _find(self._msg_ids.view(), message_id)
 
     def sent_row(self, sentence_id: int) -> int | None:
-        return _find(self._sent_ids.view(), sentence_id)
+        ids = self._sent_ids.view()
+        if self._sent_ids_sorted:
+            return _find(ids, sentence_id)
+        hit = np.flatnonzero(ids == sentence_id)  # ids out of row order (a message rewritten later): a scan
+        return int(hit[0]) if hit.size else None
 
     def idf(self, term: str) -> float:
         """Robertson–Spärck Jones IDF with +1 smoothing (never negative)."""
@@ -423,6 +428,8 @@ class ScopeIndex:
     def append_sentences(self, rows: list[tuple[int, int, int, str]], vecs: np.ndarray) -> None:
         """Append sentences ``(sentence_id, message_id, idx, text)`` with their vectors (texts stay in SQLite)."""
         for sid, mid, idx, _text in rows:
+            if self._sent_ids.n and sid <= self._sent_ids.view()[-1]:
+                self._sent_ids_sorted = False
             mrow = self.msg_row(mid)
             if mrow is None:
                 raise KeyError(f"message {mid} is not in scope index {self.scope_id}")
@@ -513,8 +520,7 @@ def load_scope_index(store: SQLiteStore, scope_id: int, dim: int, cache_dir: Pat
         owners = np.searchsorted(msg_ids, sents[:, 1])
         if sents.size and (owners.max() >= len(msg_ids) or not np.array_equal(msg_ids[owners], sents[:, 1])):
             raise RuntimeError(f"scope {scope_id}: a sentence belongs to no message of the scope")
-        if len(sents) > 1 and not bool(np.all(np.diff(sents[:, 0]) > 0)):
-            raise RuntimeError(f"scope {scope_id}: sentence ids are not in message order")
+        idx._sent_ids_sorted = len(sents) < 2 or bool(np.all(np.diff(sents[:, 0]) > 0))
         idx._sent_ids.extend(sents[:, 0])
         idx._sent_msg.extend(owners)
         idx._sent_idx.extend(sents[:, 2])
@@ -536,7 +542,8 @@ def load_scope_index(store: SQLiteStore, scope_id: int, dim: int, cache_dir: Pat
             conn.execute("SELECT src, dst FROM sentence_edges WHERE scope_id = ?", (scope_id,)).fetchall(),
             dtype=np.int64,
         ).reshape(-1, 2)
-        a, b = _rows_of(idx._sent_ids.view(), edges[:, 0]), _rows_of(idx._sent_ids.view(), edges[:, 1])
+        sids = idx._sent_ids.view()
+        a, b = _rows_of(sids, edges[:, 0]), _rows_of(sids, edges[:, 1])
         keep = (a >= 0) & (b >= 0) & (a != b)
         idx.adjacency.load(a[keep], b[keep], idx.n_sentences)
         tedges = np.array(
@@ -552,10 +559,11 @@ def load_scope_index(store: SQLiteStore, scope_id: int, dim: int, cache_dir: Pat
 
 
 def _rows_of(ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Rows of ``keys`` in ascending ``ids`` (-1 where absent)."""
+    """Rows of ``keys`` in ``ids`` (-1 where absent)."""
     if not len(ids):
         return np.full(len(keys), -1, dtype=np.int64)
-    pos = np.minimum(np.searchsorted(ids, keys), len(ids) - 1)
+    order = np.argsort(ids, kind="stable")
+    pos = order[np.minimum(np.searchsorted(ids, keys, sorter=order), len(ids) - 1)]
     return np.where(ids[pos] == keys, pos, -1)
 
 

@@ -190,3 +190,16 @@ def test_the_approximate_dense_index_scores_only_hnsw_candidates() -> None:
                 assert np.allclose(cos[scored], exact[scored], atol=1e-6)
     same = sum(a == b for qa, qb in zip(got["exact"], got["approx"], strict=True) for a, b in zip(qa, qb, strict=True))
     assert same >= 0.8 * 5 * len(queries)
+
+
+def test_sentence_ids_out_of_row_order_are_still_found() -> None:
+    """A message rewritten in place (new sentence ids for old rows) must not break id → row lookups."""
+    idx = ScopeIndex(scope_id=1, dim=4)
+    for mid in (10, 20):
+        idx.append_turn(mid, f"m{mid}", "t", "s", mid, 0.0, 3, "user", ["cat"], np.ones(4, np.float32) / 2)
+    vecs = np.eye(4, dtype=np.float32)[:3]
+    idx.append_sentences([(500, 10, 0, ""), (100, 20, 0, ""), (300, 20, 1, "")], vecs)
+    assert [idx.sent_row(i) for i in (500, 100, 300, 7)] == [0, 1, 2, None]
+    idx.add_sentence_edge(300, 500)
+    assert idx.adjacency[0] == [2] and idx.adjacency[2] == [0]
+    assert idx.msg_sents[1] == [1, 2]
