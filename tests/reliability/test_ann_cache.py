@@ -78,8 +78,8 @@ def test_a_damaged_hnsw_cache_is_ignored_and_rebuilt(tmp_path: Path, how: str) -
         elif how == "missing":
             f.unlink()
         else:
-            arr = bytearray(data)
-            arr[len(arr) // 2] ^= 0x10
+            arr = bytearray(data)  # one code byte changed: same size, loads fine, wrong content
+            arr[-8] ^= 0x40
             f.write_bytes(bytes(arr))
     assert all(n is None for n in _loaded_ann(store, emb.dim).values()), "a damaged HNSW file was trusted"
     with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
