@@ -23,8 +23,9 @@ import numpy as np
 from .embed.base import Embedder, check_embeddings
 from .errors import InvalidInputError
 from .ingest import text_hash
+from .validate import check_name, check_time
 
-__all__ = ["BULK_EMBED_CHUNK", "embed_length_sorted", "split_items"]
+__all__ = ["BULK_EMBED_CHUNK", "add_many", "embed_length_sorted", "split_items"]
 
 #: [D] Texts per embedder call in the bulk pass: one call up to this many (the floor), bounded memory beyond.
 BULK_EMBED_CHUNK = 4096
@@ -77,3 +78,38 @@ def embed_length_sorted(
         for (h, _), v in zip(part, got, strict=True):
             out[h] = v
     return out, len(order)
+
+
+def add_many(mem: Any, items: Any, scope: str, at: Any) -> list[Any]:
+    """The body of :meth:`sgmem.Memory.add_many` (validate all, embed once, one transaction per item)."""
+    mem._check_open()
+    scope = check_name(scope, "scope", mem.config.limits)
+    default_at = check_time(at, "at")
+    pending = [mem._prepare_add(m, scope, t, a or default_at) for t, m, a in split_items(items)]
+    seen: set[str] = set()
+    for p in pending:
+        ids = [m["id"] for m in p.msgs if m["id"]]
+        dup = seen.intersection(ids)
+        if dup:
+            raise InvalidInputError("items[].messages[].id", sorted(dup)[:5], "ids used once in the call")
+        seen.update(ids)
+    texts = [t for p in pending for t in p.prep.sentence_texts]
+    with mem._lock:
+        sid = mem._store.scope_id(scope)
+        stored = mem._store.existing_ext_ids(sid, sorted(seen)) if sid is not None and seen else []
+        known = mem._store.vectors_by_hash(sid, [text_hash(t) for t in texts]) if sid is not None else {}
+    if stored:
+        raise InvalidInputError(
+            "items[].messages[].id",
+            stored[:5],
+            "ids not already stored in this scope",
+            "Message ids are unique per scope; omit 'id' to let sgmem generate one.",
+        )
+    vectors, _ = embed_length_sorted(mem.embedder, texts, known)
+    fresh = set(vectors) - set(known)
+    out = []
+    for p in pending:
+        mine = {s.embed_hash for s in p.prep.sentences} & fresh
+        fresh -= mine
+        out.append(mem._commit_add(p, vectors, embedded=len(mine)))
+    return out

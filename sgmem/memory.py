@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .aio import AsyncMethods
-from .bulk import embed_length_sorted, split_items
+from .bulk import add_many
 from .config import Config
 from .context import ContextTurn, digest_turn
 from .derived.context import fit_with_derived
@@ -24,7 +24,7 @@ from .embed.base import Embedder, check_embeddings
 from .embed.minilm import default_embedder
 from .errors import InvalidInputError, NotFoundError, SgmemError
 from .gate.blas import single_thread_blas
-from .ingest import embed_texts, knn_edges, prepare, text_hash, turn_vectors
+from .ingest import embed_texts, knn_edges, prepare, turn_vectors
 from .llm import LLM
 from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords, plan_add
 from .pyramid.vocabulary import apply_plan
@@ -203,40 +203,7 @@ class Memory(AsyncMethods):
             InvalidInputError: a malformed item or message; nothing is stored.
         """
         with single_thread_blas():
-            return self._add_many(items, scope, at)
-
-    def _add_many(self, items: Any, scope: str, at: datetime | str | None) -> list[AddResult]:
-        self._check_open()
-        scope = check_name(scope, "scope", self.config.limits)
-        default_at = check_time(at, "at")
-        pending = [self._prepare_add(m, scope, t, a or default_at) for t, m, a in split_items(items)]
-        seen: set[str] = set()
-        for p in pending:
-            ids = [m["id"] for m in p.msgs if m["id"]]
-            dup = seen.intersection(ids)
-            if dup:
-                raise InvalidInputError("items[].messages[].id", sorted(dup)[:5], "ids used once in the call")
-            seen.update(ids)
-        texts = [t for p in pending for t in p.prep.sentence_texts]
-        with self._lock:
-            sid = self._store.scope_id(scope)
-            stored = self._store.existing_ext_ids(sid, sorted(seen)) if sid is not None and seen else []
-            known = self._store.vectors_by_hash(sid, [text_hash(t) for t in texts]) if sid is not None else {}
-        if stored:
-            raise InvalidInputError(
-                "items[].messages[].id",
-                stored[:5],
-                "ids not already stored in this scope",
-                "Message ids are unique per scope; omit 'id' to let sgmem generate one.",
-            )
-        vectors, _ = embed_length_sorted(self.embedder, texts, known)
-        fresh = set(vectors) - set(known)
-        out = []
-        for p in pending:
-            mine = {s.embed_hash for s in p.prep.sentences} & fresh
-            fresh -= mine
-            out.append(self._commit_add(p, vectors, embedded=len(mine)))
-        return out
+            return add_many(self, items, scope, at)
 
     def _add(self, messages: Any, scope: str, thread: str, at: datetime | str | None) -> AddResult:
         pending = self._prepare_add(messages, scope, thread, at)
