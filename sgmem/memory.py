@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .aio import AsyncMethods
+from .bulk import add_many
 from .cache import ByteLRU, CacheView
 from .config import Config
 from .context import ContextTurn, digest_turn
@@ -41,7 +42,7 @@ from .validate import (
     check_text,
     check_time,
 )
-from .write import apply_add, delete_rows, delete_step, finish_add, prepare_add, tidy_scope
+from .write import apply_add, commit_add, delete_rows, delete_step, finish_add, prepare_add, tidy_scope
 
 __all__ = ["Memory"]
 
@@ -202,16 +203,31 @@ class Memory(AsyncMethods):
         with single_thread_blas():  # numpy's BLAS threads would contend with the embedder's
             return self._add(messages, scope, thread, at)
 
+    def add_many(self, items: Sequence[Any], *, scope: str, at: datetime | str | None = None) -> list[AddResult]:
+        """Store many adds (threads, sessions) in one call, embedding all their texts in one pass.
+
+        Args:
+            items: each one add: ``{"messages": [...], "thread": "...", "at": optional}``
+                or a ``(thread, messages)`` pair; messages as for :meth:`add`.
+            scope: whose memory they all go to.
+            at: default time for items and messages without their own.
+
+        Every item is validated before anything is written; all new texts are
+        embedded in one length-sorted pass; each item is then written as its
+        own transaction, in order, exactly as :meth:`add` would (:mod:`sgmem.bulk`).
+
+        Returns:
+            One AddResult per item, in order.
+
+        Raises:
+            InvalidInputError: a malformed item or message; nothing is stored.
+        """
+        with single_thread_blas():
+            return add_many(self, items, scope, at)
+
     def _add(self, messages: Any, scope: str, thread: str, at: datetime | str | None) -> AddResult:
         self._check_open()
-        p = prepare_add(self, messages, scope, thread, at)
-        with self._lock:
-            self._check_open()
-            with self._store.write() as conn:
-                scope_id = self._store.scope_id(p.scope, create=True)
-                assert scope_id is not None
-                applied = apply_add(self, conn, p, scope_id)
-            return finish_add(self, p, applied)
+        return commit_add(self, prepare_add(self, messages, scope, thread, at))
 
     def replace(
         self,
