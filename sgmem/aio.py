@@ -36,6 +36,7 @@ class AsyncMethods:
         return await asyncio.to_thread(
             self.replace, messages, scope=scope, thread=thread, message_ids=message_ids, at=at
         )
+
     async def aadd_many(
         self: Any, items: Sequence[Any], *, scope: str, at: datetime | str | None = None
     ) -> list[AddResult]:

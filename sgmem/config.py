@@ -315,7 +315,9 @@ class Config:
     dense_ann_candidates: int = 2000
 
     def __post_init__(self) -> None:
-        _check(self.pg_vector_index in ("none", "hnsw"), "Config.pg_vector_index", self.pg_vector_index, "'none' or 'hnsw'")
+        _check(
+            self.pg_vector_index in ("none", "hnsw"), "Config.pg_vector_index", self.pg_vector_index, "'none' or 'hnsw'"
+        )
         _check(self.dense_index in ("exact", "hnsw"), "Config.dense_index", self.dense_index, "'exact' or 'hnsw'")
         _check(
             _is_int(self.dense_ann_min_sentences) and self.dense_ann_min_sentences >= 0,

@@ -42,7 +42,7 @@ from .validate import (
     check_text,
     check_time,
 )
-from .write import apply_add, commit_add, delete_rows, delete_step, finish_add, prepare_add, tidy_scope
+from .write import commit_add, delete_rows, prepare_add, replace_messages
 
 __all__ = ["Memory"]
 
@@ -257,35 +257,7 @@ class Memory(AsyncMethods):
             InvalidInputError: bad messages or arguments; nothing changes.
         """
         with single_thread_blas():
-            return self._replace(messages, scope, thread, message_ids, at)
-
-    def _replace(
-        self, messages: Any, scope: str, thread: str, message_ids: Any, at: datetime | str | None
-    ) -> AddResult:
-        self._check_open()
-        limits = self.config.limits
-        scope, thread = check_name(scope, "scope", limits), check_name(thread, "thread", limits)
-        ids = check_names(message_ids, "message_ids", limits)
-        del_thread = thread if ids is None else None
-        with self._lock:
-            sid = self._store.scope_id(scope)
-            rows = frozenset(self._store.message_rows(sid, del_thread, ids)) if sid is not None else frozenset()
-        p = prepare_add(self, messages, scope, thread, at, allow_empty=True, exclude_rows=rows)
-        with self._lock:
-            self._check_open()
-            with self._store.write() as conn:
-                scope_id = self._store.scope_id(scope, create=bool(p.msgs))
-                if scope_id is None:  # nothing to delete, nothing to add
-                    return finish_add(self, p, None, DeleteReceipt())
-                counts = delete_step(self._store, self._derived, self._cache_dir, scope_id, del_thread, ids)
-                if counts["messages"] and p.d_plan is not None:
-                    p.d_plan.base_version = -1  # route the facts again against what the delete left
-                applied = apply_add(self, conn, p, scope_id) if p.msgs else None
-                tidy_scope(self._store, scope_id, bool(counts["messages"]))
-            if counts["messages"] and applied is None:
-                self._indexes.pop(scope_id, None)
-            scrubbed = self._scrub() if counts["messages"] or self._unscrubbed else True
-            return finish_add(self, p, applied, DeleteReceipt(**counts, scrubbed=scrubbed))
+            return replace_messages(self, messages, scope, thread, message_ids, at)
 
     # ------------------------------------------------------------------- read
     def _ranked(

@@ -30,7 +30,7 @@ from .retrieval.ann import ensure_ann
 from .retrieval.index import ScopeIndex, discard_cache, load_scope_index
 from .store.sqlite import SQLiteStore
 from .types import AddResult, DeleteReceipt
-from .validate import check_name, check_time, normalise_messages
+from .validate import check_name, check_names, check_time, normalise_messages
 
 __all__ = [
     "AppliedAdd",
@@ -44,6 +44,7 @@ __all__ = [
     "place_messages",
     "plan_prepared",
     "prepare_add",
+    "replace_messages",
     "segment_add",
     "session_names",
     "tidy_scope",
@@ -276,6 +277,36 @@ def finish_add(mem: Any, p: PreparedAdd, a: AppliedAdd | None, replaced: DeleteR
         **mem._derived.result(d_plan, a.d_applied if a is not None else None, p.kw_plan),
         replaced=replaced,
     )
+
+
+def replace_messages(
+    mem: Any, messages: Any, scope: str, thread: str, message_ids: Any, at: datetime | str | None
+) -> AddResult:
+    """The body of :meth:`sgmem.Memory.replace`: the delete and the add in one transaction."""
+    mem._check_open()
+    limits = mem.config.limits
+    scope, thread = check_name(scope, "scope", limits), check_name(thread, "thread", limits)
+    ids = check_names(message_ids, "message_ids", limits)
+    del_thread = thread if ids is None else None
+    with mem._lock:
+        sid = mem._store.scope_id(scope)
+        rows = frozenset(mem._store.message_rows(sid, del_thread, ids)) if sid is not None else frozenset()
+    p = prepare_add(mem, messages, scope, thread, at, allow_empty=True, exclude_rows=rows)
+    with mem._lock:
+        mem._check_open()
+        with mem._store.write() as conn:
+            scope_id = mem._store.scope_id(scope, create=bool(p.msgs))
+            if scope_id is None:  # nothing to delete, nothing to add
+                return finish_add(mem, p, None, DeleteReceipt())
+            counts = delete_step(mem._store, mem._derived, mem._cache_dir, scope_id, del_thread, ids)
+            if counts["messages"] and p.d_plan is not None:
+                p.d_plan.base_version = -1  # route the facts again against what the delete left
+            applied = apply_add(mem, conn, p, scope_id) if p.msgs else None
+            tidy_scope(mem._store, scope_id, bool(counts["messages"]))
+        if counts["messages"] and applied is None:
+            mem._indexes.pop(scope_id, None)
+        scrubbed = mem._scrub() if counts["messages"] or mem._unscrubbed else True
+        return finish_add(mem, p, applied, DeleteReceipt(**counts, scrubbed=scrubbed))
 
 
 def session_names(messages: list[dict[str, Any]], thread: str, by_day: bool) -> list[str]:

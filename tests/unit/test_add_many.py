@@ -45,13 +45,14 @@ def _state(mem: sgmem.Memory) -> Any:
     return st.messages, st.sentences, st.similarity_edges, st.chronological_edges, msgs, hits
 
 
-def test_add_many_stores_what_one_add_per_item_stores(tmp_path: Path) -> None:
+@pytest.mark.both_backends
+def test_add_many_stores_what_one_add_per_item_stores(store_path: Path | str) -> None:
     with sgmem.Memory(embedder=HashEmbedder()) as one:
         for thread, msgs in _items():
             one.add(msgs, scope="s", thread=thread)
         want = _state(one)
     emb = CountingEmbedder()
-    with sgmem.Memory(embedder=emb) as many:
+    with sgmem.Memory(store_path, embedder=emb) as many:
         results = many.add_many(_items(), scope="s")
         calls = list(emb.seen)
         assert [r.messages for r in results] == [3] * 6

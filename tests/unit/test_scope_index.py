@@ -54,9 +54,10 @@ def _snapshot(idx: ScopeIndex) -> dict:
     }
 
 
-def test_an_index_grown_by_adds_equals_one_loaded_from_sqlite(tmp_path: Path) -> None:
+@pytest.mark.both_backends  # sentence texts are read back from the store: SQLite or PostgreSQL
+def test_an_index_grown_by_adds_equals_one_loaded_from_sqlite(store_path: Path | str) -> None:
     emb = HashEmbedder()
-    with sgmem.Memory(tmp_path / "s", embedder=emb) as mem:
+    with sgmem.Memory(store_path, embedder=emb) as mem:
         for thread, msgs in _adds(30):
             mem.add(msgs, scope="a", thread=thread)
         grown = mem._index(mem._store.require_scope("a"))
