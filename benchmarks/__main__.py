@@ -180,6 +180,18 @@ def main(argv: list[str] | None = None) -> int:
         images += [img] if img else []
         sections += ["## Speed and scale", "", speed_report.render(speed), "",
                      f"![scale]({_rel(plots / 'speed_scale.png', results_path.parent)})", ""]
+        from benchmarks import bulk
+        from benchmarks import scale as sc
+
+        # the engine alone (stand-in hashing embedder) at the sizes ≥ 10k, 1M included when asked for
+        sizes = [n for n in args.sizes if n >= 10_000] or [max(args.sizes)]
+        say(f"engine scale: sizes {sizes}")
+        engine = sc.measure(sizes, n_queries=min(args.queries, 100), progress=say,
+                            max_build_s=args.max_build_hours * 3600 if args.max_build_hours else None)
+        say("bulk ingest vs the embedding floor")
+        bulk_res = bulk.measure(min(2000, max(args.sizes)), embedder=shared_embedder().base)
+        sections += ["### Engine scale (stand-in embedder, `python -m benchmarks.scale`)", "", sc.render(engine), "",
+                     "### Bulk ingest vs the embedding floor (`python -m benchmarks.bulk`)", "", bulk.render(bulk_res), ""]
     if "write" in args.only:
         from benchmarks import write_cost as wc
 

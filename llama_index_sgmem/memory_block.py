@@ -125,8 +125,7 @@ class SGMemMemoryBlock(BaseMemoryBlock[str]):
             groups.setdefault(thread, []).append(m)
         # validate every group before writing any, so bad input stores nothing
         batches = [(thread, check_messages(msgs, "messages", self._memory)) for thread, msgs in groups.items()]
-        for thread, batch in batches:
-            await self._memory.aadd(batch, scope=self.scope, thread=thread)
+        await self._memory.aadd_many(batches, scope=self.scope)  # one embedding pass, one transaction per thread
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
         """Shrink the block by ``tokens_to_truncate`` tokens.

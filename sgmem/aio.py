@@ -37,6 +37,12 @@ class AsyncMethods:
             self.replace, messages, scope=scope, thread=thread, message_ids=message_ids, at=at
         )
 
+    async def aadd_many(
+        self: Any, items: Sequence[Any], *, scope: str, at: datetime | str | None = None
+    ) -> list[AddResult]:
+        """Async :meth:`add_many`."""
+        return await asyncio.to_thread(self.add_many, items, scope=scope, at=at)
+
     async def asearch(
         self: Any, query: str, *, scope: str, k: int = 10, mode: str | None = None, **filters: Any
     ) -> list[Hit]:

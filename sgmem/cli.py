@@ -177,8 +177,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     with _memory(args.path) as mem:
         _check_ingest(mem, args.scope, groups)
         total = 0
-        for thread, msgs in groups:
-            res = mem.add(msgs, scope=args.scope, thread=thread)
+        # every thread's texts embedded in one length-sorted pass; one transaction per thread
+        for (thread, _), res in zip(groups, mem.add_many(groups, scope=args.scope), strict=True):
             total += res.messages
             print(f"{thread}: {res.messages} messages, {res.sentences} sentences, {res.edges} edges")
         print(f"ingested {total} messages into scope {args.scope!r} at {redact(str(args.path))}")
@@ -244,9 +244,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
         base = Config()
         no_pyr = base.with_(hybrid=dataclasses.replace(base.hybrid, w_pyramid=0.0))
         systems[1:1] = [("sgmem hybrid, no pyramid channel", "hybrid", no_pyr), ("sgmem pyramid", "pyramid")]
+    config = None
+    if args.knn_index:
+        import dataclasses
+
+        from .config import Config
+
+        base = Config()
+        config = base.with_(graph=dataclasses.replace(base.graph, knn_index=args.knn_index))
+        systems.append(("sgmem graph (SGMem)", "graph"))
     rep = evaluate(
         args.file,
         systems=systems,
+        config=config,
         embedder=embedder,
         limit=args.limit,
         budgets=tuple(args.budgets),
@@ -406,6 +416,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also sweep the relevance cutoff (min_score): evidence kept vs unrelated questions emptied, "
         "in-sample and leave-one-conversation-out",
+    )
+    lo.add_argument(
+        "--knn-index",
+        choices=["auto", "exact", "hnsw"],
+        default=None,
+        help="build the kNN similarity edges this way (GraphConfig.knn_index) and also run mode='graph'",
     )
     lo.set_defaults(func=cmd_eval)
 

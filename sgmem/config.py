@@ -84,6 +84,22 @@ class GraphConfig:
             [D] scores ``max + rest_weight · mean(others)``, which ranks a chunk by
             its best sentence and measured better on LoCoMo.
         rest_weight: weight of the non-max sentences in ``max_plus_rest``.
+        knn_index: [D] how the kNN edges' neighbours are found: ``"exact"``
+            (every earlier sentence is compared), ``"hnsw"`` (always
+            approximate) or ``"auto"``: exact below ``knn_ann_min_sentences``
+            sentences in the scope, HNSW from there on
+            (:mod:`sgmem.retrieval.ann`; exact cosines, approximate neighbour
+            sets; edge recall vs exact kNN measured ≥ 0.95 by ``python -m
+            benchmarks.scale``).
+        knn_ann_min_sentences: [D] scope size (sentences) from which ``"auto"``
+            uses HNSW: exact kNN costs ``N·d`` per new sentence, HNSW about
+            log N (measured on 2 cores: exact 1.3 ms per new sentence at 10k and
+            14 ms at 100k, HNSW search 0.1–0.4 ms plus its insertion); below
+            this size exact costs about as much and needs no index.
+        knn_hnsw_m, knn_hnsw_ef_construction, knn_hnsw_ef_search: [D] HNSW's M
+            (links per node), build and search beam widths (FAISS defaults
+            are 32/40/16; these were chosen for edge recall ≥ 0.95 at
+            384-d MiniLM vectors).
     """
 
     knn_k: int = 3
@@ -94,9 +110,28 @@ class GraphConfig:
     chunk_level: ChunkLevel = "turn"
     chunk_score: Literal["mean", "max_plus_rest"] = "mean"
     rest_weight: float = 0.1
+    knn_index: Literal["auto", "exact", "hnsw"] = "auto"
+    knn_ann_min_sentences: int = 20_000
+    knn_hnsw_m: int = 16
+    knn_hnsw_ef_construction: int = 40
+    knn_hnsw_ef_search: int = 48
 
     def __post_init__(self) -> None:
         _plain_numbers(self)
+        _check(
+            self.knn_index in ("auto", "exact", "hnsw"),
+            "GraphConfig.knn_index",
+            self.knn_index,
+            "'auto', 'exact' or 'hnsw'",
+        )
+        for name in ("knn_ann_min_sentences", "knn_hnsw_m", "knn_hnsw_ef_construction", "knn_hnsw_ef_search"):
+            value = getattr(self, name)
+            _check(
+                _is_int(value) and value >= (0 if name == "knn_ann_min_sentences" else 2),
+                f"GraphConfig.{name}",
+                value,
+                "an int >= 2" if name != "knn_ann_min_sentences" else "an int >= 0",
+            )
         _check(_is_int(self.knn_k) and self.knn_k >= 0, "GraphConfig.knn_k", self.knn_k, "an int >= 0")
         _check(
             _is_number(self.knn_min_cosine) and -1.0 <= self.knn_min_cosine <= 1.0,
@@ -283,6 +318,14 @@ class Config:
             1,000-token context drops 0.4 points (86.5 → 86.2); chosen
             leave-one-conversation-out, 98.0 % and −1.1 points. 0 turns the
             cutoff off.
+        dense_index: [D] ``"exact"`` (default) scores every sentence of the scope
+            against the query; ``"hnsw"`` makes scopes of at least
+            ``dense_ann_min_sentences`` sentences score only the
+            ``dense_ann_candidates`` sentences the HNSW index
+            (:mod:`sgmem.retrieval.ann`, the one the kNN edges use) finds
+            nearest, exactly; every other sentence counts as cosine −1 (never a
+            graph seed, last in the dense channels). Approximate: for very large
+            scopes, measured by ``python -m benchmarks.scale``.
     """
 
     default_mode: str = "hybrid"
@@ -300,6 +343,9 @@ class Config:
     pg_vector_index: str = "none"
     cache_bytes: int = 256 * 1024 * 1024
     min_relevance: float | None = None
+    dense_index: Literal["exact", "hnsw"] = "exact"
+    dense_ann_min_sentences: int = 200_000
+    dense_ann_candidates: int = 2000
 
     def __post_init__(self) -> None:
         _plain_numbers(self)
@@ -310,6 +356,19 @@ class Config:
             "None (the embedder's calibrated value) or a relevance in [0, 1] (0 turns the cutoff off)",
         )
         _check(self.pg_vector_index in ("none", "hnsw"), "Config.pg_vector_index", self.pg_vector_index, "'none' or 'hnsw'")
+        _check(self.dense_index in ("exact", "hnsw"), "Config.dense_index", self.dense_index, "'exact' or 'hnsw'")
+        _check(
+            _is_int(self.dense_ann_min_sentences) and self.dense_ann_min_sentences >= 0,
+            "Config.dense_ann_min_sentences",
+            self.dense_ann_min_sentences,
+            "an int >= 0",
+        )
+        _check(
+            _is_int(self.dense_ann_candidates) and self.dense_ann_candidates >= 1,
+            "Config.dense_ann_candidates",
+            self.dense_ann_candidates,
+            "an int >= 1",
+        )
         _check(self.default_mode in MODES, "Config.default_mode", self.default_mode, f"one of {MODES}")
         _check(
             _is_int(self.embed_batch_size) and self.embed_batch_size >= 1,

@@ -126,7 +126,7 @@ def digest_turn(idx: ScopeIndex, row: int, content: str, q: np.ndarray, max_toke
     if len(srows) < 2:
         return content
     sims = idx.sentence_vectors()[srows] @ q
-    texts = [idx.sent_text[r] for r in srows]
+    texts = idx.sent_text.many(srows)
     keep: list[int] = []
     used = 0
     for i in np.argsort(-sims, kind="stable"):

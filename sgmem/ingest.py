@@ -158,7 +158,7 @@ def _top_k_inner(queries: np.ndarray, vecs: np.ndarray, k: int) -> tuple[np.ndar
 
 
 def knn_edges(
-    idx: ScopeIndex, new_vecs: np.ndarray, k: int, min_cos: float, block: int = 1024
+    idx: ScopeIndex, new_vecs: np.ndarray, k: int, min_cos: float, block: int = 1024, ann: Any = None
 ) -> list[tuple[int, int, float]]:
     """SGMem similarity edges for new sentences (ALGORITHMS §1.2 step 4).
 
@@ -166,6 +166,9 @@ def knn_edges(
     the scope — existing rows, or new sentences before it — with cosine ≥
     ``min_cos``. Returns ``(i, target, cos)`` where ``target >= 0`` is an
     existing sentence row and ``target < 0`` encodes new sentence ``-target-1``.
+    With ``ann`` (:class:`sgmem.retrieval.ann.AnnIndex` over the existing
+    rows), the existing candidates come from it (exact cosines, approximate
+    neighbour sets); the new sentences are always compared exactly.
     """
     n_new = len(new_vecs)
     if k <= 0 or n_new == 0:
@@ -176,7 +179,8 @@ def knn_edges(
         blk = new_vecs[b0 : b0 + block]
         cands: list[tuple[np.ndarray, np.ndarray, bool]] = []
         if len(existing):
-            cands.append((*_top_k_inner(blk, existing, k), False))
+            found = ann.top_k(blk, existing, k) if ann is not None else _top_k_inner(blk, existing, k)
+            cands.append((*found, False))
         if b0 > 0 or len(blk) > 1:
             prev = new_vecs[: b0 + len(blk)]
             sims = blk @ prev.T  # (blk, b0+len(blk))

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .aio import AsyncMethods
+from .bulk import add_many
 from .cache import ByteLRU, CacheView
 from .config import MIN_RELEVANCE, Config
 from .context import ContextTurn, digest_turn
@@ -45,7 +46,7 @@ from .validate import (
     check_text,
     check_time,
 )
-from .write import apply_add, delete_rows, delete_step, finish_add, prepare_add, tidy_scope
+from .write import commit_add, delete_rows, prepare_add, replace_messages
 
 __all__ = ["Memory"]
 
@@ -261,16 +262,32 @@ class Memory(AsyncMethods):
         with single_thread_blas():  # numpy's BLAS threads would contend with the embedder's
             return self._add(messages, scope, thread, at)
 
+    def add_many(self, items: Sequence[Any], *, scope: str, at: datetime | str | None = None) -> list[AddResult]:
+        """Store many adds (threads, sessions) in one call, embedding all their texts in one pass.
+
+        Args:
+            items: each one add: ``{"messages": [...], "thread": "...", "at": optional}``
+                or a ``(thread, messages)`` pair; messages as for :meth:`add`.
+            scope: whose memory they all go to.
+            at: default time for items and messages without their own.
+
+        Every item is validated before anything is written; all new texts are
+        embedded in one length-sorted pass; each item is then written as its
+        own transaction, in order, exactly as :meth:`add` would (:mod:`sgmem.bulk`).
+
+        Returns:
+            One AddResult per item, in order.
+
+        Raises:
+            InvalidInputError: a malformed item or message; nothing is stored.
+        """
+        self._check_writable()
+        with single_thread_blas():
+            return add_many(self, items, scope, at)
+
     def _add(self, messages: Any, scope: str, thread: str, at: datetime | str | None) -> AddResult:
         self._check_writable()
-        p = prepare_add(self, messages, scope, thread, at)
-        with self._lock:
-            self._check_open()
-            with self._store.write() as conn:
-                scope_id = self._store.scope_id(p.scope, create=True)
-                assert scope_id is not None
-                applied = apply_add(self, conn, p, scope_id)
-            return finish_add(self, p, applied)
+        return commit_add(self, prepare_add(self, messages, scope, thread, at))
 
     def replace(
         self,
@@ -300,35 +317,8 @@ class Memory(AsyncMethods):
             InvalidInputError: bad messages or arguments; nothing changes.
         """
         with single_thread_blas():
-            return self._replace(messages, scope, thread, message_ids, at)
-
-    def _replace(
-        self, messages: Any, scope: str, thread: str, message_ids: Any, at: datetime | str | None
-    ) -> AddResult:
-        self._check_writable()
-        limits = self.config.limits
-        scope, thread = check_name(scope, "scope", limits), check_name(thread, "thread", limits)
-        ids = check_names(message_ids, "message_ids", limits)
-        del_thread = thread if ids is None else None
-        with self._lock:
-            sid = self._store.scope_id(scope)
-            rows = frozenset(self._store.message_rows(sid, del_thread, ids)) if sid is not None else frozenset()
-        p = prepare_add(self, messages, scope, thread, at, allow_empty=True, exclude_rows=rows)
-        with self._lock:
-            self._check_open()
-            with self._store.write() as conn:
-                scope_id = self._store.scope_id(scope, create=bool(p.msgs))
-                if scope_id is None:  # nothing to delete, nothing to add
-                    return finish_add(self, p, None, DeleteReceipt())
-                counts = delete_step(self._store, self._derived, self._cache_dir, scope_id, del_thread, ids)
-                if counts["messages"] and p.d_plan is not None:
-                    p.d_plan.base_version = -1  # route the facts again against what the delete left
-                applied = apply_add(self, conn, p, scope_id) if p.msgs else None
-                tidy_scope(self._store, scope_id, bool(counts["messages"]))
-            if counts["messages"] and applied is None:
-                self._indexes.pop(scope_id, None)
-            scrubbed = self._scrub() if counts["messages"] or self._unscrubbed else True
-            return finish_add(self, p, applied, DeleteReceipt(**counts, scrubbed=scrubbed))
+            self._check_writable()
+            return replace_messages(self, messages, scope, thread, message_ids, at)
 
     # ------------------------------------------------------------------- read
     def _ranked(

@@ -26,21 +26,26 @@ from .errors import InvalidInputError
 from .ingest import embed_texts, knn_edges, prepare, turn_vectors
 from .pyramid.retrieve import ensure_keywords, plan_add
 from .pyramid.vocabulary import apply_plan, prune
+from .retrieval.ann import ensure_ann
 from .retrieval.index import ScopeIndex, discard_cache, load_scope_index
 from .store.sqlite import SQLiteStore
 from .types import AddResult, DeleteReceipt
-from .validate import check_name, check_time, normalise_messages
+from .validate import check_name, check_names, check_time, normalise_messages
 
 __all__ = [
     "AppliedAdd",
     "PreparedAdd",
     "apply_add",
+    "commit_add",
     "delete_rows",
     "delete_step",
     "extend_index",
     "finish_add",
     "place_messages",
+    "plan_prepared",
     "prepare_add",
+    "replace_messages",
+    "segment_add",
     "session_names",
     "tidy_scope",
 ]
@@ -99,6 +104,14 @@ def prepare_add(
     ``exclude_rows``: message rows the same transaction deletes first (a
     replace); generated summaries and insights are planned without them.
     """
+    p = segment_add(mem, messages, scope, thread, at, allow_empty=allow_empty)
+    return plan_prepared(mem, p, exclude_rows=exclude_rows)
+
+
+def segment_add(
+    mem: Any, messages: Any, scope: str, thread: str, at: datetime | str | None, *, allow_empty: bool = False
+) -> PreparedAdd:
+    """Validate and segment one add (nothing is read or written yet); :func:`plan_prepared` does the rest."""
     t0 = time.perf_counter()
     limits = mem.config.limits
     scope = check_name(scope, "scope", limits)
@@ -107,21 +120,45 @@ def prepare_add(
     msgs = normalise_messages(messages, default_at, limits, allow_empty=allow_empty)
     ext_ids = [m["id"] or f"msg_{uuid.uuid4().hex[:20]}" for m in msgs]
     p = PreparedAdd(scope, thread, msgs, ext_ids, t0)
-    if not msgs:
-        p.t_seg = p.t_emb = time.perf_counter()
-        return p
-    sessions = session_names(msgs, thread, mem.config.session_by_day)
-    prep = p.prep = prepare(msgs, mem.config, sessions, ext_ids)
+    if msgs:
+        sessions = session_names(msgs, thread, mem.config.session_by_day)
+        p.prep = prepare(msgs, mem.config, sessions, ext_ids)
     p.t_seg = time.perf_counter()
+    return p
+
+
+def plan_prepared(
+    mem: Any,
+    p: PreparedAdd,
+    vectors: dict[str, np.ndarray] | None = None,
+    embedded: int = 0,
+    exclude_rows: frozenset[int] = frozenset(),
+) -> PreparedAdd:
+    """Embed a segmented add (texts whose hash is not in ``vectors`` nor stored), plan keywords and derived memory.
+
+    ``vectors``: precomputed vectors by text hash (:func:`sgmem.bulk.add_many`'s
+    one length-sorted pass), of which ``embedded`` were new for this add.
+    """
+    prep = p.prep
+    if prep is None:
+        p.t_emb = time.perf_counter()
+        return p
+    vectors = vectors or {}
+    missing = [s.embed_hash for s in prep.sentences if s.embed_hash not in vectors]
     with mem._lock:  # the connection is shared: no read may interleave with another thread's write
-        sid_known = mem._store.scope_id(scope)
-        known = mem._store.vectors_by_hash(sid_known, [s.embed_hash for s in prep.sentences]) if sid_known else {}
-    vecs, p.n_embedded = embed_texts(mem.embedder, prep.sentence_texts, known, mem.config.embed_batch_size)
+        mem._check_open()
+        sid_known = mem._store.scope_id(p.scope)
+        known = mem._store.vectors_by_hash(sid_known, missing) if sid_known and missing else {}
+    known.update((s.embed_hash, vectors[s.embed_hash]) for s in prep.sentences if s.embed_hash in vectors)
+    vecs, n_embedded = embed_texts(mem.embedder, prep.sentence_texts, known, mem.config.embed_batch_size)
+    p.n_embedded = n_embedded + embedded
     for sent, vec in zip(prep.sentences, vecs, strict=False):
         sent.vec = vec
     turn_vectors(prep, int(mem.embedder.dim))
     with mem._lock:  # keywords are planned against the scope's vocabulary, outside the transaction
         kw_idx = mem._index(sid_known) if sid_known else None
+        if kw_idx is not None:
+            ensure_ann(kw_idx, mem.config.graph)  # a first (re)build happens here, outside the write lock
         kw_snapshot = ensure_keywords(mem._store, kw_idx) if kw_idx is not None else None
     p.kw_plan = plan_add(
         kw_snapshot,
@@ -132,7 +169,7 @@ def prepare_add(
         mem.llm,
         int(mem.embedder.dim),
     )
-    p.d_plan = mem._derived.plan(sid_known, thread, prep, exclude_rows)  # LLM calls and gate routing
+    p.d_plan = mem._derived.plan(sid_known, p.thread, prep, exclude_rows)  # LLM calls and gate routing
     p.t_emb = time.perf_counter()
     return p
 
@@ -159,7 +196,7 @@ def apply_add(mem: Any, conn: Any, p: PreparedAdd, scope_id: int) -> AppliedAdd:
         else np.zeros((0, idx.dim), dtype=np.float32)
     )
     g = mem.config.graph
-    pairs = knn_edges(idx, new_sent_vecs, g.knn_k, g.knn_min_cosine)
+    pairs = knn_edges(idx, new_sent_vecs, g.knn_k, g.knn_min_cosine, ann=ensure_ann(idx, g))
     t_graph = time.perf_counter()
     msg_ids, rounds, turn_edges = place_messages(store, scope_id, p.thread, prep.messages)
     sent_ids = store.insert_sentences(scope_id, [(msg_ids[s.msg], s) for s in prep.sentences])
@@ -184,6 +221,17 @@ def apply_add(mem: Any, conn: Any, p: PreparedAdd, scope_id: int) -> AppliedAdd:
         n_edges,
         t_graph,
     )
+
+
+def commit_add(mem: Any, p: PreparedAdd) -> AddResult:
+    """Write a prepared add in one transaction (:func:`apply_add`), then :func:`finish_add`."""
+    with mem._lock:
+        mem._check_open()
+        with mem._store.write() as conn:
+            scope_id = mem._store.scope_id(p.scope, create=True)
+            assert scope_id is not None
+            applied = apply_add(mem, conn, p, scope_id)
+        return finish_add(mem, p, applied)
 
 
 def finish_add(mem: Any, p: PreparedAdd, a: AppliedAdd | None, replaced: DeleteReceipt | None = None) -> AddResult:
@@ -229,6 +277,36 @@ def finish_add(mem: Any, p: PreparedAdd, a: AppliedAdd | None, replaced: DeleteR
         **mem._derived.result(d_plan, a.d_applied if a is not None else None, p.kw_plan),
         replaced=replaced,
     )
+
+
+def replace_messages(
+    mem: Any, messages: Any, scope: str, thread: str, message_ids: Any, at: datetime | str | None
+) -> AddResult:
+    """The body of :meth:`sgmem.Memory.replace`: the delete and the add in one transaction."""
+    mem._check_open()
+    limits = mem.config.limits
+    scope, thread = check_name(scope, "scope", limits), check_name(thread, "thread", limits)
+    ids = check_names(message_ids, "message_ids", limits)
+    del_thread = thread if ids is None else None
+    with mem._lock:
+        sid = mem._store.scope_id(scope)
+        rows = frozenset(mem._store.message_rows(sid, del_thread, ids)) if sid is not None else frozenset()
+    p = prepare_add(mem, messages, scope, thread, at, allow_empty=True, exclude_rows=rows)
+    with mem._lock:
+        mem._check_open()
+        with mem._store.write() as conn:
+            scope_id = mem._store.scope_id(scope, create=bool(p.msgs))
+            if scope_id is None:  # nothing to delete, nothing to add
+                return finish_add(mem, p, None, DeleteReceipt())
+            counts = delete_step(mem._store, mem._derived, mem._cache_dir, scope_id, del_thread, ids)
+            if counts["messages"] and p.d_plan is not None:
+                p.d_plan.base_version = -1  # route the facts again against what the delete left
+            applied = apply_add(mem, conn, p, scope_id) if p.msgs else None
+            tidy_scope(mem._store, scope_id, bool(counts["messages"]))
+        if counts["messages"] and applied is None:
+            mem._indexes.pop(scope_id, None)
+        scrubbed = mem._scrub() if counts["messages"] or mem._unscrubbed else True
+        return finish_add(mem, p, applied, DeleteReceipt(**counts, scrubbed=scrubbed))
 
 
 def session_names(messages: list[dict[str, Any]], thread: str, by_day: bool) -> list[str]:

@@ -105,8 +105,9 @@ def rank_chunks(
     ``max + rest_weight · mean(others)``.
     """
     members: dict[object, list[int]] = {}
-    for r in exp.rows:
-        members.setdefault(chunk_key(idx, idx.sent_msg[r], level), []).append(r)
+    owners = idx.array("sent_msg")[np.asarray(exp.rows, dtype=np.int64)].tolist() if exp.rows else []
+    for r, owner in zip(exp.rows, owners, strict=True):
+        members.setdefault(owner if level == "turn" else chunk_key(idx, owner, level), []).append(r)
     ranked = []
     for key, rows in members.items():
         vals = sim[rows]

@@ -10,13 +10,11 @@ process — bumps the scope's generation and the cache is rebuilt.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import math
 import os
-from collections import defaultdict
-from dataclasses import dataclass, field
+import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +22,10 @@ import numpy as np
 
 from ..errors import DependencyError
 from ..store.sqlite import SQLiteStore
+from .cachefiles import digest, discard_cache, load_cached, probes, write_private
+from .compact import Column, Grow, Lazy, Names, Neighbours, Postings
 
-__all__ = ["ScopeIndex", "load_scope_index"]
+__all__ = ["ScopeIndex", "discard_cache", "load_scope_index"]
 
 
 def _faiss() -> Any:
@@ -48,62 +48,198 @@ def _view(index: Any) -> np.ndarray:
     return _faiss().rev_swig_ptr(index.get_xb(), n * d).reshape(n, d)
 
 
-#: Python objects per turn, per sentence and per keyword entry of a ScopeIndex, in bytes (measured, see nbytes)
-TURN_BYTES, SENTENCE_BYTES, KEYWORD_BYTES = 2000, 1000, 400
+#: Python objects per keyword entry of a KeywordIndex, in bytes (measured with tracemalloc, benchmarks/scopes.py)
+KEYWORD_BYTES = 400
 
 
-@dataclass
+def _inner_products(index: Any, q: np.ndarray) -> np.ndarray:
+    n = index.ntotal
+    out = np.empty(n, dtype=np.float32)
+    if n:
+        faiss = _faiss()
+        qv = np.ascontiguousarray(q, dtype=np.float32).reshape(-1)
+        faiss.fvec_inner_products_ny(faiss.swig_ptr(out), faiss.swig_ptr(qv), index.get_xb(), index.d, n)
+    return out
+
+
+def _find(ids: np.ndarray, key: int) -> int | None:
+    """Row of ``key`` in ascending ``ids`` (SQLite row ids only grow), or None."""
+    i = int(np.searchsorted(ids, key))
+    return i if i < len(ids) and int(ids[i]) == key else None
+
+
+class _PostingsView:
+    """``idx.postings.get(term)`` as with the former dict of lists."""
+
+    __slots__ = ("_idx",)
+
+    def __init__(self, idx: ScopeIndex) -> None:
+        self._idx = idx
+
+    def get(self, term: str, default: Any = None) -> Any:
+        rows = self._idx.term_rows(term)
+        return default if rows is None else rows
+
+    def __contains__(self, term: str) -> bool:
+        return self._idx.term_rows(term) is not None
+
+
 class ScopeIndex:
-    """Everything retrieval needs for one scope, row-aligned with SQLite ids."""
+    """Everything retrieval needs for one scope, row-aligned with SQLite ids.
 
-    scope_id: int
-    dim: int
-    generation: int = -1
-    # turns (messages), in id order
-    msg_ids: list[int] = field(default_factory=list)
-    ext_ids: list[str] = field(default_factory=list)
-    threads: list[str] = field(default_factory=list)
-    sessions: list[str] = field(default_factory=list)
-    round_ids: list[int] = field(default_factory=list)
-    at_ts: list[float] = field(default_factory=list)
-    tokens: list[int] = field(default_factory=list)
-    speakers: list[str] = field(default_factory=list)
-    terms: list[frozenset[str]] = field(default_factory=list)
-    prev_row: list[int] = field(default_factory=list)
-    next_row: list[int] = field(default_factory=list)
-    # sentences, in id order (contiguous per message)
-    sent_ids: list[int] = field(default_factory=list)
-    sent_msg: list[int] = field(default_factory=list)
-    sent_idx: list[int] = field(default_factory=list)
-    sent_text: list[str] = field(default_factory=list)
-    msg_sents: list[list[int]] = field(default_factory=list)
-    adjacency: list[list[int]] = field(default_factory=list)
-    postings: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
-    turn_index: Any = None
-    sent_index: Any = None
-    # MGRetrieval vocabulary + postings (sgmem.pyramid.vocabulary.KeywordIndex),
-    # loaded lazily from SQLite by sgmem.pyramid.retrieve.ensure_keywords
-    keywords: Any = None
-    dirty: bool = False
-    _msg_row: dict[int, int] = field(default_factory=dict)
-    _sent_row: dict[int, int] = field(default_factory=dict)
-    _np_cache: dict[str, np.ndarray] = field(default_factory=dict)
-    _turn_norms: np.ndarray | None = None
+    Turn rows and sentence rows are in id order (a turn's sentences are
+    contiguous). Columns are numpy arrays (:mod:`sgmem.retrieval.compact`);
+    the public attributes (``msg_ids``, ``threads``, ``adjacency``,
+    ``sent_text``…) are read-only sequence views of them, and sentence texts
+    are read from SQLite when asked for, not held in memory.
+    """
 
-    def __post_init__(self) -> None:
-        if self.turn_index is None:
-            self.turn_index = _new_flat(self.dim)
-        if self.sent_index is None:
-            self.sent_index = _new_flat(self.dim)
+    def __init__(self, scope_id: int, dim: int, generation: int = -1, store: Any = None) -> None:
+        self.scope_id = scope_id
+        self.dim = dim
+        self.generation = generation
+        self.dirty = False
+        self.turn_index: Any = _new_flat(dim)
+        self.sent_index: Any = _new_flat(dim)
+        # MGRetrieval vocabulary + postings (sgmem.pyramid.vocabulary.KeywordIndex),
+        # loaded lazily from SQLite by sgmem.pyramid.retrieve.ensure_keywords
+        self.keywords: Any = None
+        # approximate kNN index over the sentence vectors (sgmem.retrieval.ann), built when needed
+        self.ann: Any = None
+        self._store = store
+        # turns
+        self._msg_ids = Grow(np.int64)
+        self.ext_ids: list[str] = []
+        self._threads = Names()
+        self._sessions = Names()  # (thread, session) pairs: one code per session of a thread
+        self._speakers = Names()
+        self._round_ids = Grow(np.int64)
+        self._at_ts = Grow(np.float64)
+        self._tokens = Grow(np.int32)
+        self._prev = Grow(np.int32)
+        self._next = Grow(np.int32)
+        self._term_ptr = Grow(np.int64, np.zeros(1, dtype=np.int64))
+        self._term_ids = Grow(np.int32)
+        self._vocab: dict[str, int] = {}
+        self._words: list[str] = []
+        self._str_bytes = 0  # estimated bytes of ext_ids and _words (kept as they grow: nbytes() runs on every add)
+        self._postings = Postings()
+        # sentences
+        self._sent_ids = Grow(np.int64)
+        self._sent_msg = Grow(np.int32)
+        self._sent_idx = Grow(np.int32)
+        self._sent_ids_sorted = True  # ids grow with rows unless a message's sentences were rewritten
+        self.adjacency = Neighbours()
+        self._np_cache: dict[str, np.ndarray] = {}
+        self._turn_norms: np.ndarray | None = None
 
     # ---------------------------------------------------------------- views
     @property
     def n_turns(self) -> int:
-        return len(self.msg_ids)
+        return self._msg_ids.n
 
     @property
     def n_sentences(self) -> int:
-        return len(self.sent_ids)
+        return self._sent_ids.n
+
+    @property
+    def msg_ids(self) -> Column:
+        return Column(self._msg_ids)
+
+    @property
+    def sent_ids(self) -> Column:
+        return Column(self._sent_ids)
+
+    @property
+    def sent_msg(self) -> Column:
+        return Column(self._sent_msg)
+
+    @property
+    def sent_idx(self) -> Column:
+        return Column(self._sent_idx)
+
+    @property
+    def round_ids(self) -> Column:
+        return Column(self._round_ids)
+
+    @property
+    def at_ts(self) -> Column:
+        return Column(self._at_ts)
+
+    @property
+    def tokens(self) -> Column:
+        return Column(self._tokens)
+
+    @property
+    def prev_row(self) -> Column:
+        return Column(self._prev)
+
+    @property
+    def next_row(self) -> Column:
+        return Column(self._next)
+
+    @property
+    def threads(self) -> Names:
+        return self._threads
+
+    @property
+    def sessions(self) -> Sequence[str]:
+        return Lazy(lambda: self.n_turns, lambda r: self._sessions[r][1], lambda rs: [self._sessions[r][1] for r in rs])
+
+    @property
+    def speakers(self) -> Names:
+        return self._speakers
+
+    @property
+    def terms(self) -> Sequence[frozenset[str]]:
+        """Each turn's lexical terms (a set of strings, built on access)."""
+        return Lazy(lambda: self.n_turns, self.turn_terms, lambda rs: [self.turn_terms(r) for r in rs])
+
+    @property
+    def msg_sents(self) -> Sequence[list[int]]:
+        """Each turn's sentence rows (contiguous, in order)."""
+        return Lazy(lambda: self.n_turns, self.turn_sentences, lambda rs: [self.turn_sentences(r) for r in rs])
+
+    @property
+    def sent_text(self) -> Lazy:
+        """Sentence texts by row, read from SQLite (``.many(rows)`` reads several at once)."""
+        return Lazy(lambda: self.n_sentences, lambda r: self.sentence_texts([r])[0], self.sentence_texts)
+
+    @property
+    def postings(self) -> _PostingsView:
+        """``postings.get(term)``: ascending turn rows holding ``term`` (None if no turn does)."""
+        return _PostingsView(self)
+
+    def turn_terms(self, row: int) -> frozenset[str]:
+        ptr = self._term_ptr.view()
+        ids = self._term_ids.view()[ptr[row] : ptr[row + 1]]
+        return frozenset(self._words[i] for i in ids.tolist())
+
+    def turn_sentences(self, row: int) -> list[int]:
+        starts = self._turn_first_sentence()
+        return list(range(int(starts[row]), int(starts[row + 1])))
+
+    def _turn_first_sentence(self) -> np.ndarray:
+        arr = self._np_cache.get("_turn_first")
+        if arr is None:
+            arr = np.searchsorted(self._sent_msg.view(), np.arange(self.n_turns + 1), side="left")
+            self._np_cache["_turn_first"] = arr
+        return arr
+
+    def sentence_texts(self, rows: Sequence[int]) -> list[str]:
+        """Texts of sentence rows, from SQLite ("" for a row no longer stored)."""
+        if not len(rows):
+            return []
+        ids = [int(i) for i in self._sent_ids.view()[np.asarray(rows, dtype=np.int64)]]
+        got = self._store.sentence_texts(ids) if self._store is not None else {}
+        return [got.get(i, "") for i in ids]
+
+    def term_rows(self, term: str) -> np.ndarray | None:
+        tid = self._vocab.get(term)
+        if tid is None:
+            return None
+        rows = self._postings.rows(tid, self._term_ptr.view(), self._term_ids.view())
+        return rows if rows.size else None
 
     def turn_vectors(self) -> np.ndarray:
         """(n_turns, dim) view of the turn vectors."""
@@ -112,6 +248,14 @@ class ScopeIndex:
     def sentence_vectors(self) -> np.ndarray:
         """(n_sentences, dim) view of the sentence vectors."""
         return _view(self.sent_index)
+
+    def sentence_cosines(self, q: np.ndarray) -> np.ndarray:
+        """``q ·`` every sentence vector (float32), by FAISS's SIMD kernel: the scan of a flat search."""
+        return _inner_products(self.sent_index, q)
+
+    def turn_cosines(self, q: np.ndarray) -> np.ndarray:
+        """``q ·`` every turn vector (float32)."""
+        return _inner_products(self.turn_index, q)
 
     def turn_sum_norms(self) -> np.ndarray:
         """‖Σ of each turn's sentence vectors‖ (0 for a turn without sentences).
@@ -133,17 +277,17 @@ class ScopeIndex:
                 sums = np.add.reduceat(vecs, starts, axis=0).astype(np.float64)
                 cur[owner[starts]] = np.linalg.norm(sums, axis=1)
         elif len(cur) < n:
+            first = self._turn_first_sentence()
             extra = np.zeros(n - len(cur), dtype=np.float64)
             for i, r in enumerate(range(len(cur), n)):
-                rows = self.msg_sents[r]
-                if rows:
-                    extra[i] = float(np.linalg.norm(vecs[rows].astype(np.float64).sum(axis=0)))
+                if first[r + 1] > first[r]:
+                    extra[i] = float(np.linalg.norm(vecs[first[r] : first[r + 1]].astype(np.float64).sum(axis=0)))
             cur = np.concatenate([cur, extra])
         self._turn_norms = cur
         return cur
 
     def array(self, name: str) -> np.ndarray:
-        """A numpy copy of a per-turn column (cached until the next change).
+        """A read-only numpy array of a per-turn or per-sentence column (cached until the next change).
 
         Derived columns: ``session_codes``, a small int per (thread, session);
         ``sent_starts``, the first sentence row of each run of one turn's
@@ -152,47 +296,88 @@ class ScopeIndex:
         arr = self._np_cache.get(name)
         if arr is None:
             if name == "session_codes":
-                codes: dict[tuple[str, str], int] = {}
-                arr = np.array(
-                    [codes.setdefault((t, s), len(codes)) for t, s in zip(self.threads, self.sessions, strict=False)],
-                    dtype=np.int64,
-                )
+                arr = self._sessions.codes()
+            elif name == "thread_codes":
+                arr = self._threads.codes()
             elif name == "sent_starts":
                 owner = self.array("sent_msg")
                 arr = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if owner.size else owner
+            elif name in ("threads", "speakers"):
+                arr = getattr(self, "_" + name).values()
+            elif name == "sessions":
+                arr = np.array([s for _, s in self._sessions._table] or [""], dtype=object)[self._sessions.codes()]
+            elif name == "ext_ids":
+                arr = np.array(self.ext_ids, dtype=object)
             else:
-                arr = np.asarray(getattr(self, name))
+                col = {
+                    "msg_ids": self._msg_ids,
+                    "round_ids": self._round_ids,
+                    "at_ts": self._at_ts,
+                    "tokens": self._tokens,
+                    "prev_row": self._prev,
+                    "next_row": self._next,
+                    "sent_ids": self._sent_ids,
+                    "sent_msg": self._sent_msg,
+                    "sent_idx": self._sent_idx,
+                }.get(name)
+                if col is None:
+                    raise KeyError(f"ScopeIndex has no column {name!r}")
+                arr = col.view()
             self._np_cache[name] = arr
         return arr
 
-    def nbytes(self) -> int:
-        """Estimated memory of this index (for the cache budget, ``Config.cache_bytes``).
-
-        Vectors exactly; Python lists, dicts, texts and edges by per-row
-        constants measured with ``tracemalloc`` (benchmarks/scopes.py).
-        """
-        n, s = self.n_turns, self.n_sentences
-        size = (n + s) * self.dim * 4 + 2048 + n * TURN_BYTES + s * SENTENCE_BYTES
-        size += sum(a.nbytes for a in self._np_cache.values())
-        kw = self.keywords
-        if kw is not None:
-            # canonical entries and their postings; entry vectors twice (the list and the stacked matrix)
-            size += len(kw.ids) * KEYWORD_BYTES + len(kw.entry_keys) * self.dim * 8 + len(kw.turn_kws) * 120
-        return size
-
     def msg_row(self, message_id: int) -> int | None:
-        return self._msg_row.get(message_id)
+        return _find(self._msg_ids.view(), message_id)
 
     def sent_row(self, sentence_id: int) -> int | None:
-        return self._sent_row.get(sentence_id)
+        ids = self._sent_ids.view()
+        if self._sent_ids_sorted:
+            return _find(ids, sentence_id)
+        hit = np.flatnonzero(ids == sentence_id)  # ids out of row order (a message rewritten later): a scan
+        return int(hit[0]) if hit.size else None
 
     def idf(self, term: str) -> float:
         """Robertson–Spärck Jones IDF with +1 smoothing (never negative)."""
-        df = len(self.postings.get(term, ()))
+        rows = self.term_rows(term)
+        df = 0 if rows is None else len(rows)
         n = max(self.n_turns, 1)
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
+    def nbytes(self) -> int:
+        """An estimate of the bytes this index holds in memory (vectors, columns, caches)."""
+        grows = (
+            self._msg_ids,
+            self._round_ids,
+            self._at_ts,
+            self._tokens,
+            self._prev,
+            self._next,
+            self._term_ptr,
+            self._term_ids,
+            self._sent_ids,
+            self._sent_msg,
+            self._sent_idx,
+        )
+        total = sum(g.nbytes for g in grows)
+        total += 4 * self.dim * (self.turn_index.ntotal + self.sent_index.ntotal)
+        total += self._str_bytes  # ext id and vocabulary strings, list and dict slots (counted as appended)
+        total += self._threads.nbytes + self._sessions.nbytes + self._speakers.nbytes
+        total += self._postings.nbytes + self.adjacency.nbytes
+        total += sum(a.nbytes for a in self._np_cache.values() if a.base is None)
+        if self._turn_norms is not None:
+            total += self._turn_norms.nbytes
+        if self.ann is not None:
+            total += int(self.ann.nbytes())
+        kw = self.keywords
+        if kw is not None:
+            # canonical entries and their postings; entry vectors twice (the list and the stacked matrix)
+            total += len(kw.ids) * KEYWORD_BYTES + len(kw.entry_keys) * self.dim * 8 + len(kw.turn_kws) * 120
+        return int(total)
+
     # --------------------------------------------------------------- append
+    def _changed(self) -> None:
+        self._np_cache.clear()
+
     def append_turn(
         self,
         message_id: int,
@@ -203,59 +388,80 @@ class ScopeIndex:
         at_ts: float,
         tokens: int,
         speaker: str,
-        terms: frozenset[str],
+        terms: Iterable[str],
         vec: np.ndarray,
     ) -> int:
-        row = len(self.msg_ids)
-        self.msg_ids.append(message_id)
-        self.ext_ids.append(ext_id)
-        self.threads.append(thread)
-        self.sessions.append(session)
-        self.round_ids.append(round_id)
-        self.at_ts.append(at_ts)
-        self.tokens.append(tokens)
-        self.speakers.append(speaker)
-        self.terms.append(terms)
-        self.prev_row.append(-1)
-        self.next_row.append(-1)
-        self.msg_sents.append([])
-        self._msg_row[message_id] = row
-        for t in terms:
-            self.postings[t].append(row)
+        row = self.n_turns
+        self._append_turn_columns(message_id, ext_id, thread, session, round_id, at_ts, tokens, speaker, terms)
         self.turn_index.add(np.asarray(vec, dtype=np.float32).reshape(1, -1))
-        self._np_cache.clear()
+        self._postings.maybe_merge(self._term_ptr.view(), self._term_ids.view(), len(self._words))
+        self._changed()
         return row
 
+    def _append_turn_columns(
+        self,
+        message_id: int,
+        ext_id: str,
+        thread: str,
+        session: str,
+        round_id: int,
+        at_ts: float,
+        tokens: int,
+        speaker: str,
+        terms: Iterable[str],
+    ) -> None:
+        self._msg_ids.append(message_id)
+        self.ext_ids.append(ext_id)
+        self._str_bytes += 65 + len(ext_id)
+        self._threads.append(thread)
+        self._sessions.append((thread, session))
+        self._speakers.append(speaker)
+        self._round_ids.append(round_id)
+        self._at_ts.append(at_ts)
+        self._tokens.append(tokens)
+        self._prev.append(-1)
+        self._next.append(-1)
+        vocab = self._vocab
+        for t in terms:
+            tid = vocab.get(t)
+            if tid is None:
+                tid = vocab[t] = len(self._words)
+                self._words.append(sys.intern(t))
+                self._str_bytes += 160 + len(t)
+            self._term_ids.append(tid)
+        self._term_ptr.append(self._term_ids.n)
+
     def append_sentences(self, rows: list[tuple[int, int, int, str]], vecs: np.ndarray) -> None:
-        """Append sentences ``(sentence_id, message_id, idx, text)`` with their vectors."""
-        for sid, mid, idx, text in rows:
-            srow = len(self.sent_ids)
-            mrow = self._msg_row[mid]
-            self.sent_ids.append(sid)
-            self.sent_msg.append(mrow)
-            self.sent_idx.append(idx)
-            self.sent_text.append(text)
-            self.adjacency.append([])
-            self.msg_sents[mrow].append(srow)
-            self._sent_row[sid] = srow
+        """Append sentences ``(sentence_id, message_id, idx, text)`` with their vectors (texts stay in SQLite)."""
+        for sid, mid, idx, _text in rows:
+            if self._sent_ids.n and sid <= self._sent_ids.view()[-1]:
+                self._sent_ids_sorted = False
+            mrow = self.msg_row(mid)
+            if mrow is None:
+                raise KeyError(f"message {mid} is not in scope index {self.scope_id}")
+            self._sent_ids.append(sid)
+            self._sent_msg.append(mrow)
+            self._sent_idx.append(idx)
+        self.adjacency.grow(self.n_sentences)
         if len(rows):
             self.sent_index.add(np.ascontiguousarray(vecs, dtype=np.float32))
-        self._np_cache.clear()
+            if self.ann is not None:
+                self.ann.extend(self.sentence_vectors())
+        self._changed()
 
     def add_sentence_edge(self, src_id: int, dst_id: int) -> None:
-        a, b = self._sent_row.get(src_id), self._sent_row.get(dst_id)
+        a, b = self.sent_row(src_id), self.sent_row(dst_id)
         if a is None or b is None or a == b:
             return
-        self.adjacency[a].append(b)
-        self.adjacency[b].append(a)
+        self.adjacency.add(a, b)
 
     def add_turn_edge(self, src_id: int, dst_id: int) -> None:
-        a, b = self._msg_row.get(src_id), self._msg_row.get(dst_id)
+        a, b = self.msg_row(src_id), self.msg_row(dst_id)
         if a is None or b is None:
             return
-        self.next_row[a] = b
-        self.prev_row[b] = a
-        self._np_cache.clear()
+        self._next.set(a, b)
+        self._prev.set(b, a)
+        self._changed()
 
     # ----------------------------------------------------------- persistence
     def save(self, directory: Path) -> None:
@@ -269,11 +475,16 @@ class ScopeIndex:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         stem = directory / f"scope-{self.scope_id}"
         digests = {}
-        for suffix, index in (("turns", self.turn_index), ("sentences", self.sent_index)):
-            data = faiss.serialize_index(index)
-            digests[suffix] = _digest(data)
+        blobs = [
+            ("turns", faiss.serialize_index(self.turn_index)),
+            ("sentences", faiss.serialize_index(self.sent_index)),
+        ]
+        if self.ann is not None and self.ann.ntotal == self.n_sentences:
+            blobs.append(("ann", self.ann.serialize()))
+        for suffix, data in blobs:
+            digests[suffix] = digest(data)
             tmp = Path(f"{stem}.{suffix}.faiss.tmp")
-            _write_private(tmp, data)
+            write_private(tmp, data)
             os.replace(tmp, f"{stem}.{suffix}.faiss")
         meta = {
             "generation": self.generation,
@@ -285,158 +496,85 @@ class ScopeIndex:
             "digests": digests,
         }
         tmp = Path(f"{stem}.json.tmp")
-        _write_private(tmp, json.dumps(meta).encode())
+        write_private(tmp, json.dumps(meta).encode())
         os.replace(tmp, f"{stem}.json")
         self.dirty = False
-
-
-def _digest(data: Any) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def _write_private(path: Path, data: Any) -> None:
-    """Write ``data`` to ``path`` readable by the owner only (vectors leak what was said)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)  # a leftover file keeps its old mode through O_CREAT
-        with os.fdopen(fd, "wb", closefd=False) as f:
-            f.write(memoryview(data))
-    finally:
-        os.close(fd)
-
-
-def _read_index(path: str, digest: Any) -> Any:
-    """A FAISS index from ``path`` if its bytes match ``digest``, else None."""
-    data = Path(path).read_bytes()
-    if not isinstance(digest, str) or _digest(data) != digest:
-        return None
-    return _faiss().deserialize_index(np.frombuffer(data, dtype=np.uint8))
-
-
-def _same_rows(index: Any, vecs: dict[int, np.ndarray]) -> bool:
-    """Spot-check: the cached index holds SQLite's vectors at these rows."""
-    return all(np.array_equal(index.reconstruct(row), vec) for row, vec in vecs.items())
-
-
-def _load_cached(
-    directory: Path | None, idx: ScopeIndex, probes: tuple[dict[int, np.ndarray], dict[int, np.ndarray]]
-) -> tuple[Any, Any] | None:
-    """FAISS indexes from disk if they match the scope exactly, else None.
-
-    ``probes`` holds SQLite's vectors at a few rows of each index: a cache
-    saved from another history of the database (a restored backup) has the
-    right counts and generation but not those vectors.
-    """
-    if directory is None:
-        return None
-    stem = directory / f"scope-{idx.scope_id}"
-    try:
-        meta = json.loads(Path(f"{stem}.json").read_text())
-        if (
-            meta.get("generation") != idx.generation
-            or meta.get("n_turns") != idx.n_turns
-            or meta.get("n_sentences") != idx.n_sentences
-            or meta.get("dim") != idx.dim
-            or meta.get("last_turn_id") != (idx.msg_ids[-1] if idx.msg_ids else 0)
-            or meta.get("last_sentence_id") != (idx.sent_ids[-1] if idx.sent_ids else 0)
-        ):
-            return None
-        digests = meta.get("digests") or {}
-        turns = _read_index(f"{stem}.turns.faiss", digests.get("turns"))
-        sents = _read_index(f"{stem}.sentences.faiss", digests.get("sentences"))
-        if turns is None or sents is None:
-            return None
-        if turns.ntotal != idx.n_turns or sents.ntotal != idx.n_sentences or turns.d != idx.dim or sents.d != idx.dim:
-            return None
-        if not (_same_rows(turns, probes[0]) and _same_rows(sents, probes[1])):
-            return None
-    except Exception:  # missing, torn or corrupt cache files: rebuild from SQLite
-        return None
-    return turns, sents
-
-
-def _probes(conn: Any, idx: ScopeIndex) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
-    """SQLite's vectors at the first, middle and last row of each index."""
-
-    def at(table: str, ids: list[int]) -> dict[int, np.ndarray]:
-        rows = sorted({0, len(ids) // 2, len(ids) - 1}) if ids else []
-        return {
-            r: np.frombuffer(conn.execute(f"SELECT vec FROM {table} WHERE id = ?", (ids[r],)).fetchone()[0], np.float32)
-            for r in rows
-        }
-
-    return at("messages", idx.msg_ids), at("sentences", idx.sent_ids)
-
-
-def discard_cache(directory: Path | None, scope_id: int) -> None:
-    """Remove a scope's cache files (after a delete)."""
-    if directory is None:
-        return
-    for suffix in (".json", ".turns.faiss", ".sentences.faiss"):
-        with contextlib.suppress(OSError):
-            os.remove(directory / f"scope-{scope_id}{suffix}")
 
 
 def load_scope_index(store: SQLiteStore, scope_id: int, dim: int, cache_dir: Path | None) -> ScopeIndex:
     """Build a scope's index from SQLite, reusing valid FAISS files in ``cache_dir``."""
     with store.read() as conn:
-        idx = ScopeIndex(scope_id=scope_id, dim=dim, generation=store.generation(scope_id))
-        msgs = conn.execute(
+        idx = ScopeIndex(scope_id=scope_id, dim=dim, generation=store.generation(scope_id), store=store)
+        cur = conn.execute(
             "SELECT id, ext_id, thread, session, round_id, at_ts, tokens, COALESCE(name, role), terms "
             "FROM messages WHERE scope_id = ? ORDER BY id",
             (scope_id,),
-        ).fetchall()
-        for r in msgs:
-            row = len(idx.msg_ids)
-            idx.msg_ids.append(int(r[0]))
-            idx.ext_ids.append(r[1])
-            idx.threads.append(r[2])
-            idx.sessions.append(r[3])
-            idx.round_ids.append(int(r[4]))
-            idx.at_ts.append(float(r[5]))
-            idx.tokens.append(int(r[6]))
-            idx.speakers.append(r[7])
-            terms = frozenset(r[8].split())
-            idx.terms.append(terms)
-            idx.prev_row.append(-1)
-            idx.next_row.append(-1)
-            idx.msg_sents.append([])
-            idx._msg_row[int(r[0])] = row
-            for t in terms:
-                idx.postings[t].append(row)
-        sents = conn.execute(
-            "SELECT id, message_id, idx, text FROM sentences WHERE scope_id = ? ORDER BY message_id, idx",
-            (scope_id,),
-        ).fetchall()
-        for sid, mid, sidx, text in sents:
-            srow = len(idx.sent_ids)
-            mrow = idx._msg_row[int(mid)]
-            idx.sent_ids.append(int(sid))
-            idx.sent_msg.append(mrow)
-            idx.sent_idx.append(int(sidx))
-            idx.sent_text.append(text)
-            idx.adjacency.append([])
-            idx.msg_sents[mrow].append(srow)
-            idx._sent_row[int(sid)] = srow
-        probes = _probes(conn, idx) if cache_dir is not None else ({}, {})
-        cached = _load_cached(cache_dir, idx, probes)
-        if cached is not None:
-            idx.turn_index, idx.sent_index = cached
-        else:
-            blobs = [r[0] for r in conn.execute("SELECT vec FROM messages WHERE scope_id = ? ORDER BY id", (scope_id,))]
-            if blobs:
-                idx.turn_index.add(np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dim))
-            blobs = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT vec FROM sentences WHERE scope_id = ? ORDER BY message_id, idx", (scope_id,)
+        )
+        while batch := cur.fetchmany(4096):
+            for r in batch:
+                idx._append_turn_columns(
+                    int(r[0]), r[1], r[2], r[3], int(r[4]), float(r[5]), int(r[6]), r[7], r[8].split()
                 )
-            ]
-            if blobs:
-                idx.sent_index.add(np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dim))
+        idx._postings.rebuild(idx._term_ptr.view(), idx._term_ids.view(), len(idx._words))
+        sents = np.array(
+            conn.execute(
+                "SELECT id, message_id, idx FROM sentences WHERE scope_id = ? ORDER BY message_id, idx", (scope_id,)
+            ).fetchall(),
+            dtype=np.int64,
+        ).reshape(-1, 3)
+        msg_ids = idx._msg_ids.view()
+        owners = np.searchsorted(msg_ids, sents[:, 1])
+        if sents.size and (owners.max() >= len(msg_ids) or not np.array_equal(msg_ids[owners], sents[:, 1])):
+            raise RuntimeError(f"scope {scope_id}: a sentence belongs to no message of the scope")
+        idx._sent_ids_sorted = len(sents) < 2 or bool(np.all(np.diff(sents[:, 0]) > 0))
+        idx._sent_ids.extend(sents[:, 0])
+        idx._sent_msg.extend(owners)
+        idx._sent_idx.extend(sents[:, 2])
+        spots = probes(conn, idx) if cache_dir is not None else ({}, {})
+        cached = load_cached(cache_dir, idx, spots)
+        if cached is not None:
+            idx.turn_index, idx.sent_index, idx.ann = cached
+        else:
+            _add_blobs(idx.turn_index, conn, "SELECT vec FROM messages WHERE scope_id = ? ORDER BY id", scope_id, dim)
+            _add_blobs(
+                idx.sent_index,
+                conn,
+                "SELECT vec FROM sentences WHERE scope_id = ? ORDER BY message_id, idx",
+                scope_id,
+                dim,
+            )
             idx.dirty = cache_dir is not None
-        for src, dst in conn.execute("SELECT src, dst FROM sentence_edges WHERE scope_id = ?", (scope_id,)):
-            idx.add_sentence_edge(int(src), int(dst))
-        for src, dst in conn.execute("SELECT src, dst FROM turn_edges WHERE scope_id = ?", (scope_id,)):
-            idx.add_turn_edge(int(src), int(dst))
+        edges = np.array(
+            conn.execute("SELECT src, dst FROM sentence_edges WHERE scope_id = ?", (scope_id,)).fetchall(),
+            dtype=np.int64,
+        ).reshape(-1, 2)
+        sids = idx._sent_ids.view()
+        a, b = _rows_of(sids, edges[:, 0]), _rows_of(sids, edges[:, 1])
+        keep = (a >= 0) & (b >= 0) & (a != b)
+        idx.adjacency.load(a[keep], b[keep], idx.n_sentences)
+        tedges = np.array(
+            conn.execute("SELECT src, dst FROM turn_edges WHERE scope_id = ?", (scope_id,)).fetchall(),
+            dtype=np.int64,
+        ).reshape(-1, 2)
+        a, b = _rows_of(msg_ids, tedges[:, 0]), _rows_of(msg_ids, tedges[:, 1])
+        keep = (a >= 0) & (b >= 0)
+        for x, y in zip(a[keep].tolist(), b[keep].tolist(), strict=True):
+            idx._next.set(x, y)
+            idx._prev.set(y, x)
     return idx
+
+
+def _rows_of(ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Rows of ``keys`` in ``ids`` (-1 where absent)."""
+    if not len(ids):
+        return np.full(len(keys), -1, dtype=np.int64)
+    order = np.argsort(ids, kind="stable")
+    pos = order[np.minimum(np.searchsorted(ids, keys, sorter=order), len(ids) - 1)]
+    return np.where(ids[pos] == keys, pos, -1)
+
+
+def _add_blobs(index: Any, conn: Any, sql: str, scope_id: int, dim: int) -> None:
+    """Add the vectors a query returns to a flat index, a slice at a time (no full copy of the blobs)."""
+    cur = conn.execute(sql, (scope_id,))
+    while batch := cur.fetchmany(8192):
+        index.add(np.frombuffer(b"".join(r[0] for r in batch), dtype=np.float32).reshape(len(batch), dim))

@@ -21,6 +21,7 @@ from ..config import Config
 from ..pyramid import retrieve as pyramid
 from ..text.dates import query_windows
 from ..text.lexical import analyze
+from .ann import approx_cosines
 from .graph import EPSILON, chunk_rows, expand, rank_chunks
 from .index import ScopeIndex
 
@@ -60,13 +61,16 @@ class Retriever:
     # -------------------------------------------------------------- channels
     @staticmethod
     def sentence_cosines(idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
-        vecs = idx.sentence_vectors()
-        return vecs @ q if len(vecs) else np.zeros(0, dtype=np.float32)
+        return idx.sentence_cosines(q)
+
+    def _dense(self, idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
+        """Sentence cosines: every sentence, or HNSW candidates only (``Config.dense_index``)."""
+        approx = approx_cosines(idx, q, self.config)
+        return approx if approx is not None else idx.sentence_cosines(q)
 
     @staticmethod
     def turn_cosines(idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
-        vecs = idx.turn_vectors()
-        return vecs @ q if len(vecs) else np.zeros(0, dtype=np.float32)
+        return idx.turn_cosines(q)
 
     @staticmethod
     def turn_cosines_from_sentences(idx: ScopeIndex, cos: np.ndarray) -> np.ndarray:
@@ -134,7 +138,7 @@ class Retriever:
             w = idx.idf(t)
             total += w
             rows = idx.postings.get(t)
-            if not rows:
+            if rows is None:
                 continue
             here = np.zeros(n, dtype=bool)
             here[rows] = True
@@ -201,7 +205,7 @@ class Retriever:
         return [Ranked("turn", [r], score, why) for r, score, why in pyramid.rank(out, rel, k, allowed)]
 
     def _vector(self, idx: ScopeIndex, q: np.ndarray, k: int, allowed: np.ndarray | None) -> list[Ranked]:
-        cos = self.sentence_cosines(idx, q)
+        cos = self._dense(idx, q)
         best, best_row = self.per_turn_sentence_scores(idx, cos, 0.0)
         if allowed is not None:
             best[~allowed] = -np.inf
@@ -220,7 +224,7 @@ class Retriever:
 
     def _graph(self, idx: ScopeIndex, q: np.ndarray, k: int, allowed: np.ndarray | None) -> list[Ranked]:
         g = self.config.graph
-        sim = self.sentence_cosines(idx, q).astype(np.float64) + EPSILON
+        sim = self._dense(idx, q).astype(np.float64) + EPSILON
         sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None and sim.size else None
         exp = expand(idx, sim, g, sent_allowed)
         ranked = rank_chunks(idx, sim, exp, g.chunk_level, g.chunk_score, g.rest_weight)[:k]
@@ -299,7 +303,7 @@ class Retriever:
         texts: Callable[[list[int]], list[str]] | None = None,
     ) -> list[Ranked]:
         h = self.config.hybrid
-        cos = self.sentence_cosines(idx, q)
+        cos = self._dense(idx, q)
         s_sent, best_row = self.per_turn_sentence_scores(idx, cos, h.rest_weight)
         s_sent = np.where(np.isfinite(s_sent), s_sent, 0.0)
         s_turn = self.turn_cosines_from_sentences(idx, cos)

@@ -530,6 +530,17 @@ class SQLiteStore:
                 }
         return out
 
+    def sentence_texts(self, ids: Sequence[int]) -> dict[int, str]:
+        """Texts of sentence rows, by row id (ids not stored are absent)."""
+        out: dict[int, str] = {}
+        with self._lock:
+            for i in range(0, len(ids), 500):
+                chunk = list(ids[i : i + 500])
+                marks = ",".join("?" * len(chunk))
+                for sid, text in self.conn.execute(f"SELECT id, text FROM sentences WHERE id IN ({marks})", chunk):
+                    out[int(sid)] = text
+        return out
+
     def threads(self, scope_id: int) -> list[str]:
         """Threads of a scope, in order of first message."""
         rows = self.conn.execute(

@@ -175,9 +175,25 @@ def test_one_command_writes_results_and_plots(locomo_file: Path, tmp_path: Path,
 
     results = tmp_path / "RESULTS.md"
     plots = tmp_path / "plots"
-    argv = ["--smoke", "--locomo", str(locomo_file), "--results", str(results), "--plots", str(plots),
-            "--cache", str(cache_dir), "--scratch", str(tmp_path / "out"), "--turns", "16", "--sizes", "60",
-            "--queries", "2"]
+    argv = [
+        "--smoke",
+        "--locomo",
+        str(locomo_file),
+        "--results",
+        str(results),
+        "--plots",
+        str(plots),
+        "--cache",
+        str(cache_dir),
+        "--scratch",
+        str(tmp_path / "out"),
+        "--turns",
+        "16",
+        "--sizes",
+        "60",
+        "--queries",
+        "2",
+    ]
     assert main(argv) == 0
     text = results.read_text(encoding="utf-8")
     headings = ("## Summary", "## Quality", "## Speed and scale", "## Write cost", "## Novelty gate", "## PostgreSQL",
@@ -204,3 +220,27 @@ def test_many_scopes_reports_memory_and_disk_for_every_cache_budget(tmp_path: Pa
     text = scopes.render(res)
     assert "12 scopes × 5 messages" in text and "| unbounded |" in text and "256 MiB (default)" in text
     assert "FAISS cache files" in text
+
+
+def test_engine_scale_reports_cost_memory_latency_and_edge_recall(tmp_path: Path) -> None:
+    from benchmarks import scale
+
+    rows = scale.measure([400, 800], workdir=tmp_path, n_queries=3)
+    assert [r["size"] for r in rows] == [400, 800]
+    for r in rows:
+        assert r["engine_us_per_sentence"] > 0 and r["rss_bytes_per_sentence"] > 0 and r["disk_bytes_per_sentence"] > 0
+        assert 4 * 384 < r["nbytes_per_sentence"]  # the vectors at least
+        assert r["flat_p50"] > 0 and r["hybrid_p50"] > 0 and 0.5 <= r["edge_recall"] <= 1.0
+    assert rows[1]["estimated_build_s"] > 0  # extrapolated from the first size
+    text = scale.render(rows)
+    assert "HNSW kNN edge recall" in text and "Growth exponents" in text
+
+
+def test_bulk_ingest_is_compared_with_one_embed_call(embedder: Any, tmp_path: Path) -> None:
+    from benchmarks import bulk
+
+    res = bulk.measure(60, embedder=getattr(embedder, "base", embedder), workdir=tmp_path)
+    assert res["sentences"] >= 60 and res["texts"] <= res["sentences"]
+    # ratios of times are for the report, not asserted (a timed test would fail on a busy machine)
+    assert res["add_many_ratio"] > 0 and res["per_add_ratio"] > 0
+    assert "÷ floor" in bulk.render(res)

@@ -83,10 +83,12 @@ def test_replace_into_a_new_scope_is_an_add(memory: sgmem.Memory) -> None:
 
 
 def test_replace_equals_delete_then_add(embedder: sgmem.Embedder) -> None:
-    """Same messages, same search results, same generated facts as the two calls in sequence."""
+    """Same messages, same search results, same generated facts as the two calls in sequence;
+    with the kNN edges found by HNSW (issue 14) too, which on a scope this small finds the exact edges."""
 
-    def run(atomic: bool) -> tuple[object, ...]:
-        with sgmem.Memory(embedder=embedder) as mem:
+    def run(atomic: bool, knn: str = "exact") -> tuple[object, ...]:
+        cfg = sgmem.Config(graph=sgmem.GraphConfig(knn_index=knn))
+        with sgmem.Memory(embedder=embedder, config=cfg) as mem:
             mem.add(OLD, scope="a", thread="t", at=T)
             mem.add(NEW, scope="a", thread="keep", at=T)
             repl = [{"id": "r1", "role": "user", "content": "My favourite tea is now a green sencha, not lapsang."}]
@@ -96,16 +98,21 @@ def test_replace_equals_delete_then_add(embedder: sgmem.Embedder) -> None:
                 mem.delete(scope="a", message_ids=["o1", "o3"])
                 mem.add(repl, scope="a", thread="t", at=T)
             stats = mem.stats("a").scopes[0]
+            if knn == "hnsw":
+                assert mem._index(mem._store.require_scope("a")).ann is not None
             hits = [(h.message_ids, round(h.score, 5)) for h in mem.search("favourite tea", scope="a", mode="hybrid")]
             facts = sorted(h.text for h in mem.search("tea", scope="a", kinds=["fact", "summary"], k=20))
             return (
                 [(m.id, m.content) for m in mem.messages(scope="a")],
                 (stats.messages, stats.sentences, stats.facts, stats.summaries, stats.chronological_edges),
+                stats.similarity_edges,
                 hits,
                 facts,
             )
 
-    assert run(True) == run(False)
+    want = run(False)
+    assert run(True) == want
+    assert run(True, "hnsw") == run(False, "hnsw") == want
 
 
 def test_areplace(memory: sgmem.Memory) -> None:

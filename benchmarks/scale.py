@@ -1,0 +1,432 @@
+"""Engine scale: cost per sentence, memory, disk and query latency at 10k / 100k / 1M sentences in one scope.
+
+The embedder is taken away so the engine itself is measured: a stand-in
+hashing embedder (:class:`benchmarks.soak.HashingEmbedder`, 384 dimensions
+like MiniLM) gives every text a deterministic vector and the time spent
+inside it is subtracted; query vectors are computed before the clock starts.
+Synthetic conversations (:mod:`benchmarks.synth`) are added one session
+(20 turns, ≈50 sentences) at a time, as an application would. Per size:
+
+* engine µs per sentence over the whole ingest, its first 10 % and its last
+  10 % (a cost that grows with the store shows as last/first > 1);
+* resident memory of the loaded scope per sentence (RSS of a fresh process
+  after every mode answered once, minus the process before opening the
+  store), ``ScopeIndex.nbytes()`` per sentence, and bytes on disk per sentence;
+* query p50/p95 per mode (``Memory.search``, query embedding excluded)
+  against FAISS ``IndexFlatIP`` and ``IndexHNSWFlat`` top-10 over the same
+  sentence vectors, in the same process, round robin per query;
+* kNN edge recall of the HNSW path (:mod:`sgmem.retrieval.ann`) against
+  exact kNN for 500 later sentences over the first 90 % of the store;
+* growth exponents between consecutive sizes (cost ∝ N^e), and for sizes not
+  run, the build time they are expected to take.
+
+Usage::
+
+    python -m benchmarks.scale --sizes 10000 100000 [1000000] --out benchmarks/out/scale.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.env import dir_bytes, rss_bytes
+from benchmarks.soak import HashingEmbedder
+from benchmarks.speed import SCOPE, _pct, _queries
+from benchmarks.synth import conversation
+
+__all__ = ["build", "edge_recall", "measure", "query", "render"]
+
+DIM = 384
+
+
+class _Timed:
+    """The stand-in embedder, with the seconds spent inside it added up (and query vectors precomputed)."""
+
+    def __init__(self, dim: int = DIM) -> None:
+        self.base = HashingEmbedder(dim)
+        self.name, self.dim, self.seconds = self.base.name, dim, 0.0
+        self.fixed: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: Any) -> np.ndarray:
+        texts = list(texts)
+        if texts and all(t in self.fixed for t in texts):
+            return np.stack([self.fixed[t] for t in texts])
+        t0 = time.perf_counter()
+        try:
+            return self.base.embed(texts)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+
+def _config(knn_index: str) -> Any:
+    import dataclasses
+
+    import sgmem
+
+    base = sgmem.Config()
+    return base.with_(graph=dataclasses.replace(base.graph, knn_index=knn_index))  # type: ignore[arg-type]
+
+
+def build(n: int, path: Path, knn_index: str = "auto") -> dict[str, Any]:
+    """Ingest ``n`` synthetic sentences one session per add; engine cost per sentence."""
+    import sgmem
+
+    emb = _Timed()
+    adds = list(conversation(n, seed=n))
+    per: list[tuple[int, float]] = []  # (sentences, engine seconds) per add
+    t_start = time.perf_counter()
+    with sgmem.Memory(path, embedder=emb, config=_config(knn_index)) as mem:
+        for thread, msgs in adds:
+            e0, t0 = emb.seconds, time.perf_counter()
+            res = mem.add(msgs, scope=SCOPE, thread=thread)
+            per.append((res.sentences, time.perf_counter() - t0 - (emb.seconds - e0)))
+    total_s = time.perf_counter() - t_start
+    sents = np.array([p[0] for p in per], dtype=np.float64)
+    secs = np.array([p[1] for p in per])
+    cum = np.cumsum(sents)
+    first = (cum - sents) < 0.1 * cum[-1]  # adds that start in the first 10 %
+    last = cum > 0.9 * cum[-1]
+    return {
+        "size": n,
+        "sentences": int(cum[-1]),
+        "adds": len(per),
+        "build_s": total_s,
+        "embedder_s": emb.seconds,
+        "engine_us_per_sentence": secs.sum() / cum[-1] * 1e6,
+        "engine_us_first10": secs[first].sum() / max(sents[first].sum(), 1) * 1e6,
+        "engine_us_last10": secs[last].sum() / max(sents[last].sum(), 1) * 1e6,
+        "disk_bytes_per_sentence": dir_bytes(path) / cum[-1],
+        "load_at_build": os.getloadavg()[0],
+    }
+
+
+def edge_recall(vecs: np.ndarray, k: int = 3, n_new: int = 500) -> dict[str, float]:
+    """Recall of HNSW kNN edges vs exact kNN: 500 later sentences against the first 90 % of the store."""
+    from sgmem.config import GraphConfig
+    from sgmem.ingest import _top_k_inner
+    from sgmem.retrieval.ann import AnnIndex
+
+    cfg = GraphConfig()
+    m = int(0.9 * len(vecs))
+    new = np.ascontiguousarray(vecs[m : m + n_new])
+    ann = AnnIndex(vecs.shape[1], cfg.knn_hnsw_m, cfg.knn_hnsw_ef_construction, cfg.knn_hnsw_ef_search)
+    t0 = time.perf_counter()
+    ann.extend(vecs[:m])
+    build_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    exact_cos, exact = _top_k_inner(new, vecs[:m], k)
+    exact_ms = (time.perf_counter() - t0) * 1e3 / len(new)
+    t0 = time.perf_counter()
+    approx_cos, approx = ann.top_k(new, vecs[:m], k)
+    ann_ms = (time.perf_counter() - t0) * 1e3 / len(new)
+    hit = sum(len(set(a.tolist()) & set(e.tolist())) for a, e in zip(approx, exact, strict=True))
+    # tie-aware: an approximate neighbour counts when its cosine reaches the k-th exact one (bag-of-words
+    # vectors tie often, and exact kNN then picks arbitrarily among equals)
+    kth = exact_cos.min(axis=1, keepdims=True)
+    tied = int((approx_cos >= kth - 1e-6).sum())
+    return {
+        "edge_recall": tied / exact.size,
+        "edge_recall_ids": hit / exact.size,
+        "ann_build_s": build_s,
+        "exact_ms_per_sentence": exact_ms,
+        "ann_ms_per_sentence": ann_ms,
+    }
+
+
+def query(path: Path, n_queries: int = 100) -> dict[str, Any]:
+    """Resident memory of the loaded scope, query latency per mode vs FAISS flat and HNSW."""
+    import faiss
+
+    import sgmem
+
+    emb = _Timed()
+    queries = _queries(n_queries)
+    for q in queries:
+        emb.fixed[q] = emb.base.embed([q])[0]
+    emb.fixed["warm up"] = emb.base.embed(["warm up"])[0]
+    gc.collect()
+    rss0 = rss_bytes()
+    out: dict[str, Any] = {"load_at_query": os.getloadavg()[0]}
+    with sgmem.Memory(path, embedder=emb) as mem:
+        t0 = time.perf_counter()
+        for mode in sgmem.MODES:  # loads the index, BM25 and keywords once, as a long-lived app would
+            mem.search("warm up", scope=SCOPE, k=10, mode=mode)
+        out["load_s"] = time.perf_counter() - t0
+        gc.collect()
+        idx = next(iter(mem._indexes.values()))
+        n = idx.n_sentences
+        out["rss_bytes_per_sentence"] = (rss_bytes() - rss0) / n
+        out["nbytes_per_sentence"] = idx.nbytes() / n
+        vecs = np.ascontiguousarray(idx.sentence_vectors())
+        flat = faiss.IndexFlatIP(vecs.shape[1])
+        flat.add(vecs)
+        hnsw = faiss.IndexHNSWFlat(vecs.shape[1], 32, faiss.METRIC_INNER_PRODUCT)
+        hnsw.hnsw.efConstruction = 40
+        t0 = time.perf_counter()
+        hnsw.add(vecs)
+        out["hnsw_build_s"] = time.perf_counter() - t0
+        hnsw.hnsw.efSearch = 64
+        omp = faiss.omp_get_max_threads()
+        systems = ["flat_omp", "flat_1t", "hnsw", *sgmem.MODES]
+        lat: dict[str, list[float]] = {s: [] for s in systems}
+        for q in queries:
+            qv = emb.fixed[q].reshape(1, -1)
+            for name, index, threads in (("flat_omp", flat, omp), ("flat_1t", flat, 1), ("hnsw", hnsw, 1)):
+                faiss.omp_set_num_threads(threads)
+                t = time.perf_counter()
+                index.search(qv, 10)
+                lat[name].append((time.perf_counter() - t) * 1e3)
+            faiss.omp_set_num_threads(omp)
+            for mode in sgmem.MODES:
+                t = time.perf_counter()
+                mem.search(q, scope=SCOPE, k=10, mode=mode)
+                lat[mode].append((time.perf_counter() - t) * 1e3)
+        for name, xs in lat.items():
+            out[f"{name}_p50"], out[f"{name}_p95"] = _pct(xs, 0.5), _pct(xs, 0.95)
+        best = min(("flat_omp", "flat_1t"), key=lambda s: out[f"{s}_p50"])
+        out["flat_p50"], out["flat_p95"] = out[f"{best}_p50"], out[f"{best}_p95"]
+        out["flat_config"] = f"{omp} OpenMP threads" if best == "flat_omp" else "1 OpenMP thread"
+        del flat, hnsw
+        exact_hits = {
+            m: [_ids(mem.search(q, scope=SCOPE, k=10, mode=m)) for q in queries] for m in ("vector", "hybrid")
+        }
+    # the approximate dense index option (Config.dense_index="hnsw", forced on at every size)
+    cfg = sgmem.Config(dense_index="hnsw", dense_ann_min_sentences=0)
+    with sgmem.Memory(path, embedder=emb, config=cfg) as mem:
+        t0 = time.perf_counter()
+        mem.search("warm up", scope=SCOPE, k=10, mode="vector")  # loads the HNSW cache or builds it
+        out["dense_hnsw_ready_s"] = time.perf_counter() - t0
+        for m in ("vector", "hybrid"):
+            xs, overlap = [], []
+            for q, want in zip(queries, exact_hits[m], strict=True):
+                t = time.perf_counter()
+                got = _ids(mem.search(q, scope=SCOPE, k=10, mode=m))
+                xs.append((time.perf_counter() - t) * 1e3)
+                overlap.append(len(set(got) & set(want)) / max(len(want), 1))
+            out[f"{m}_ann_p50"], out[f"{m}_ann_p95"] = _pct(xs, 0.5), _pct(xs, 0.95)
+            out[f"{m}_ann_overlap"] = float(np.mean(overlap))
+    out.update(edge_recall(vecs))
+    return out
+
+
+def _ids(hits: list[Any]) -> list[str]:
+    return [i for h in hits for i in h.message_ids]
+
+
+def _child(phase: str, n: int, workdir: Path, knn_index: str, n_queries: int) -> dict[str, Any]:
+    result = workdir / f"scale-{phase}-{n}.json"
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.scale",
+        "--child",
+        phase,
+        "--size",
+        str(n),
+        "--workdir",
+        str(workdir),
+        "--result",
+        str(result),
+        "--knn-index",
+        knn_index,
+        "--queries",
+        str(n_queries),
+    ]
+    subprocess.run(cmd, check=True, cwd=Path(__file__).resolve().parents[1])
+    return dict(json.loads(result.read_text(encoding="utf-8")))
+
+
+def _exponent(rows: list[dict[str, Any]], key: str) -> float | None:
+    if len(rows) < 2 or not rows[-2].get(key) or not rows[-1].get(key):
+        return None
+    a, b = rows[-2], rows[-1]
+    return math.log(b[key] / a[key]) / math.log(b["sentences"] / a["sentences"])
+
+
+def estimate_build_s(n: int, done: list[dict[str, Any]]) -> float | None:
+    """Expected ingest seconds for ``n`` sentences, extrapolated along the measured growth."""
+    if not done:
+        return None
+    last = done[-1]
+    e = _exponent(done, "engine_us_per_sentence") or 0.0
+    per_us = last["engine_us_per_sentence"] * (n / last["sentences"]) ** max(e, 0.0)
+    embed_us = last["embedder_s"] / last["sentences"] * 1e6
+    return n * (per_us + embed_us) / 1e6
+
+
+def measure(
+    sizes: list[int],
+    *,
+    workdir: Path | None = None,
+    knn_index: str = "auto",
+    n_queries: int = 100,
+    max_build_s: float | None = None,
+    progress: Any = None,
+) -> list[dict[str, Any]]:
+    """Build and query every size, smallest first, in fresh child processes."""
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        for n in sorted(sizes):
+            est = estimate_build_s(n, rows)
+            if progress:
+                progress(f"scale {n:,}: expected build ≈ {est / 60:.1f} min" if est else f"scale {n:,} ...")
+            if est is not None and max_build_s is not None and est > max_build_s:
+                rows.append(
+                    {
+                        "size": n,
+                        "skipped": f"expected build ≈ {est / 60:.0f} min > limit {max_build_s / 60:.0f} min",
+                        "estimated_build_s": est,
+                    }
+                )
+                continue
+            row = {"estimated_build_s": est, **_child("build", n, Path(tmp), knn_index, n_queries)}
+            row.update(_child("query", n, Path(tmp), knn_index, n_queries))
+            shutil.rmtree(Path(tmp) / f"store-{n}", ignore_errors=True)
+            rows.append(row)
+    return rows
+
+
+def render(rows: list[dict[str, Any]]) -> str:
+    """Markdown tables of a :func:`measure` run."""
+    import sgmem
+
+    done = [r for r in rows if "skipped" not in r]
+    lines = [
+        "| sentences | engine µs/sentence (all · first 10 % · last 10 %) | RSS B/sentence | nbytes B/sentence "
+        "| disk B/sentence | build s | load at build |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if "skipped" in r:
+            lines.append(f"| {r['size']:,} | skipped: {r['skipped']} | | | | | |")
+            continue
+        lines.append(
+            f"| {r['sentences']:,} | {r['engine_us_per_sentence']:.0f} · {r['engine_us_first10']:.0f} · "
+            f"{r['engine_us_last10']:.0f} | {r['rss_bytes_per_sentence']:.0f} | {r['nbytes_per_sentence']:.0f} | "
+            f"{r['disk_bytes_per_sentence']:.0f} | {r['build_s']:.0f} | {r['load_at_build']:.1f} |"
+        )
+    lines += [
+        "",
+        "Query latency, ms (query embedding excluded); ratio = mode p50 ÷ FAISS flat p50 (its best thread setting):",
+        "",
+        "| sentences | system | p50 | p95 | ÷ flat p50 | ÷ flat p95 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in done:
+        for s in ("flat", "hnsw", *sgmem.MODES):
+            lines.append(
+                f"| {r['sentences']:,} | {s if s != 'flat' else 'FAISS flat (' + r['flat_config'] + ')'} | "
+                f"{r[f'{s}_p50']:.2f} | {r[f'{s}_p95']:.2f} | {r[f'{s}_p50'] / r['flat_p50']:.2f}× | "
+                f"{r[f'{s}_p95'] / r['flat_p95']:.2f}× |"
+            )
+    lines += [
+        "",
+        'Approximate dense index (`Config(dense_index="hnsw")`, forced on): p50 / p95 ms and the share of the '
+        "exact search's top-10 it returns:",
+        "",
+        "| sentences | mode | p50 | p95 | ÷ flat p50 | top-10 overlap |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in done:
+        for m in ("vector", "hybrid"):
+            if f"{m}_ann_p50" in r:
+                lines.append(
+                    f"| {r['sentences']:,} | {m} | {r[f'{m}_ann_p50']:.2f} | {r[f'{m}_ann_p95']:.2f} | "
+                    f"{r[f'{m}_ann_p50'] / r['flat_p50']:.2f}× | {r[f'{m}_ann_overlap']:.3f} |"
+                )
+    lines += [
+        "",
+        "| sentences | HNSW kNN edge recall vs exact, k=3 (tie-aware · same ids) | exact ms/sentence "
+        "| HNSW ms/sentence | load at query |",
+        "|---|---|---|---|---|",
+    ]
+    for r in done:
+        lines.append(
+            f"| {r['sentences']:,} | {r['edge_recall']:.3f} · {r['edge_recall_ids']:.3f} | "
+            f"{r['exact_ms_per_sentence']:.2f} | "
+            f"{r['ann_ms_per_sentence']:.2f} | {r['load_at_query']:.1f} |"
+        )
+    if len(done) >= 2:
+        lines += ["", "Growth exponents between the two largest sizes (cost ∝ N^e; 0 = flat per sentence):", ""]
+        for key, label in (
+            ("engine_us_per_sentence", "engine µs/sentence"),
+            ("rss_bytes_per_sentence", "RSS/sentence"),
+            ("hybrid_p50", "hybrid p50"),
+            ("flat_p50", "FAISS flat p50"),
+            ("hnsw_p50", "HNSW p50"),
+        ):
+            e = _exponent(done, key)
+            lines.append(f"- {label}: e = {e:.2f}" if e is not None else f"- {label}: n/a")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from benchmarks.env import command_line, environment, render_environment
+
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    p.add_argument("--queries", type=int, default=100)
+    p.add_argument("--knn-index", choices=["auto", "exact", "hnsw"], default="auto")
+    p.add_argument("--max-build-minutes", type=float, default=None, help="skip a size expected to take longer")
+    p.add_argument(
+        "--recall-npz",
+        default=None,
+        help="also measure HNSW edge recall on these real vectors (an sgmem.eval.CachingEmbedder .npz)",
+    )
+    p.add_argument("--out", default=None)
+    p.add_argument("--child", choices=["build", "query"], help=argparse.SUPPRESS)
+    p.add_argument("--size", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--workdir", help=argparse.SUPPRESS)
+    p.add_argument("--result", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        path = Path(args.workdir) / f"store-{args.size}"
+        res = build(args.size, path, args.knn_index) if args.child == "build" else query(path, args.queries)
+        Path(args.result).write_text(json.dumps(res), encoding="utf-8")
+        return 0
+    rows = measure(
+        args.sizes,
+        knn_index=args.knn_index,
+        n_queries=args.queries,
+        max_build_s=args.max_build_minutes * 60 if args.max_build_minutes else None,
+        progress=lambda s: print(s, file=sys.stderr, flush=True),
+    )
+    report = "\n".join(
+        [
+            "# sgmem engine scale",
+            "",
+            render_environment(environment(), command_line("benchmarks.scale", argv)),
+            "",
+            render(rows),
+        ]
+    )
+    if args.recall_npz:
+        vecs = np.load(args.recall_npz)["vecs"].astype(np.float32)
+        r = edge_recall(vecs, n_new=min(500, len(vecs) // 10))
+        report += (
+            f"\n\nHNSW kNN edge recall on {len(vecs):,} real MiniLM vectors ({Path(args.recall_npz).name}): "
+            f"{r['edge_recall']:.3f} tie-aware, {r['edge_recall_ids']:.3f} same ids."
+        )
+    print(report)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(report + "\n", encoding="utf-8")
+        Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
