@@ -21,6 +21,11 @@ from .derived.engine import DerivedEngine
 from .derived.reads import check_kinds
 from .embed.base import Embedder, check_embeddings
 from .embed.minilm import default_embedder
+from .entities.extract import TypeModel
+from .entities.index import EntityCache, EntityIndex
+from .entities.retrieve import EntityTools
+from .entities.store import apply_entities
+from .entities.write import plan_entities
 from .errors import InvalidInputError, NotFoundError, SgmemError
 from .gate.blas import single_thread_blas
 from .ingest import embed_texts, knn_edges, prepare, turn_vectors
@@ -95,6 +100,9 @@ class Memory(AsyncMethods):
         self._retriever = Retriever(self.config)
         self._words = WordVectors(self.embedder)  # keyword embeddings (MGRetrieval vocabulary)
         self._indexes: dict[int, ScopeIndex] = {}
+        # LightGMEM entity layer: its own per-scope cache, keyed by the scope generation
+        self._entities = EntityCache()
+        self._types = TypeModel(self._words, self.config.entities)
         self._lock = threading.RLock()
         self._closed = False
         # generated memory (facts, summaries, insights) and the SAGE novelty gate
@@ -125,6 +133,7 @@ class Memory(AsyncMethods):
                 except Exception:  # noqa: BLE001 - caches are optional; SQLite holds the truth
                     pass
             self._indexes.clear()
+            self._entities.clear()
             self._store.close()
 
     def _check_open(self) -> None:
@@ -211,6 +220,18 @@ class Memory(AsyncMethods):
             self.llm,
             int(self.embedder.dim),
         )
+        with self._lock:
+            ent_snap = self._entities.get(self._store, sid_known) if sid_known else EntityIndex(0, -1)
+        ent_plan = plan_entities(
+            ent_snap,
+            prep.messages,
+            prep.sentences,
+            self._types,
+            self.config.entities,
+            self.llm if self.config.entities.llm else None,
+            self._stored_texts,
+        )
+        kw_plan.usage.merge(ent_plan.usage)  # counted with the rest of the add's LLM calls
         d_plan = self._derived.plan(sid_known, thread, prep)  # LLM calls and gate routing, before the lock
         t_emb = time.perf_counter()
 
@@ -245,9 +266,13 @@ class Memory(AsyncMethods):
                 n_sedges = self._store.insert_sentence_edges(scope_id, sedges)
                 n_tedges = self._store.insert_turn_edges(scope_id, turn_edges)
                 kw_applied = apply_plan(conn, scope_id, msg_ids, kw_plan)
+                ent_applied = apply_entities(
+                    conn, scope_id, ent_plan.new_entities, ent_plan.mentions, msg_ids, ent_plan.profiles
+                )
                 d_applied = self._derived.apply(conn, scope_id, thread, prep, msg_ids, d_plan, kw_plan)
                 gen_after = self._store.bump_generation(scope_id)
             self._derived.committed(scope_id, d_applied)
+            self._entities.committed(scope_id, gen_before, gen_after, ent_applied)
             # committed: extend the cache in place (or drop it if someone else wrote meanwhile)
             if gen_after == gen_before + 1:
                 extend_index(
@@ -303,6 +328,11 @@ class Memory(AsyncMethods):
             allowed = allowed_mask(idx, thread_list, since_dt, until_dt, exclude)
             if self._retriever.needs_keywords(mode):
                 ensure_keywords(self._store, idx)
+            ents = (
+                EntityTools(self._entities.get(self._store, scope_id), self._types, self._words, self.config.entities)
+                if self._retriever.needs_entities(mode)
+                else None
+            )
             ranked = self._retriever.search(
                 idx,
                 mode,
@@ -312,6 +342,7 @@ class Memory(AsyncMethods):
                 allowed,
                 lambda rows: self._turn_texts(idx, rows),
                 PyramidTools(self._words, self.llm),
+                ents,
             )
         return ranked, idx, q
 
@@ -331,6 +362,14 @@ class Memory(AsyncMethods):
     def _turn_texts(self, idx: ScopeIndex, rows: list[int]) -> list[str]:
         details = self._details([idx.msg_ids[r] for r in rows])
         return [f"{d['speaker']}: {d['content']}" for d in (details[idx.msg_ids[r]] for r in rows)]
+
+    def _stored_texts(self, message_ids: list[int]) -> list[str]:
+        """Dated, speaker-labelled texts of stored messages (entity profiles' evidence)."""
+        details = self._details(message_ids)
+        return [
+            f"({d['at'].date().isoformat()}) {d['speaker']}: {d['content']}"
+            for d in (details[m] for m in message_ids if m in details)
+        ]
 
     def _details(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         with self._lock:
@@ -592,6 +631,7 @@ class Memory(AsyncMethods):
             counts = delete_rows(self._store, self._derived, self._cache_dir, scope_id, thread, ids)
             if counts["messages"]:
                 self._indexes.pop(scope_id, None)
+                self._entities.drop(scope_id)
         return DeleteReceipt(**counts)
 
     # ------------------------------------------------------------------ stats

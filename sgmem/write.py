@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .entities.store import prune as prune_entities
 from .pyramid.vocabulary import prune
 from .retrieval.index import ScopeIndex, discard_cache
 from .store.sqlite import SQLiteStore
@@ -108,6 +109,7 @@ def delete_rows(
         counts = store.delete(scope_id, thread, ids)
         if counts["messages"]:
             prune(store.conn, scope_id)  # keyword postings went with the messages (cascade)
+            prune_entities(store.conn, scope_id)  # so did entity mentions
             counts.update(derived.after_delete(conn, scope_id, pending))
             store.bump_generation(scope_id)
             # before the commit: a crash must not leave deleted vectors in cache files

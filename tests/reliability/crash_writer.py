@@ -46,7 +46,8 @@ def batch(b: int, size: int) -> list[dict[str, Any]]:
         {
             "id": f"b{b:06d}-m{j}",
             "role": "user" if j % 2 == 0 else "assistant",
-            "content": f"Batch tok{b}x message {j}. It mentions topic {b % 7} and item {j}. Done here!",
+            # "Lake Topic…" is an entity mention: the entity layer's rows are written by every add
+            "content": f"Batch tok{b}x message {j}. It mentions Lake Topic{b % 7} and item {j}. Done here!",
             "at": T0 + timedelta(minutes=b * size + j),
             "metadata": {"batch": b, "pos": j},
         }

@@ -34,7 +34,9 @@ def msgs(scope: str, thread: str, n: int = 4) -> list[dict[str, Any]]:
             "id": f"{thread}-{i}",
             "role": "user" if i % 2 == 0 else "assistant",
             "name": "Sam" if i % 2 == 0 else None,
-            "content": f"Remember {secret(scope, thread, i)} please. It is about the garden and the {thread} trip. Thanks!",
+            # the capitalised secret is also an entity (entity layer): it must go with its message
+            "content": f"Remember {secret(scope, thread, i)} please. It is about the garden of "
+            f"{secret(scope, thread, i).capitalize()} and the {thread} trip. Thanks!",
             "metadata": {"k": secret(scope, thread, i)},
         }
         for i in range(n)
@@ -169,6 +171,23 @@ def test_delete_by_message_ids_removes_them_and_all_derived_data(store: Path) ->
         # the chronological chain closes over the gap: t1-0 -> t1-2
         assert [m.id for m in mem.messages(scope=A, thread="t1")] == ["t1-0", "t1-2", "t1-3", "t1-shared"]
     assert traces(store, scope_id=None, message_ids=gone_rows, needles=[secret(A, "t1", 1), secret(A, "t2", 2)]) == []
+
+
+def test_entities_of_deleted_messages_go_with_them(store: Path) -> None:
+    def entity_norms() -> set[str]:
+        conn = sqlite3.connect(db_path(store))
+        try:
+            return {r[0] for r in conn.execute("SELECT norm FROM entities")}
+        finally:
+            conn.close()
+
+    assert secret(A, "t1", 1) in entity_norms() and secret(B, "t1", 1) in entity_norms()
+    with sgmem.Memory(store, embedder=FastEmbedder()) as mem:
+        mem.delete(scope=A, message_ids=["t1-1"])
+        hits = mem.search(secret(A, "t1", 1).capitalize(), scope=A, k=20, mode="entity")
+        assert "t1-1" not in {i for h in hits for i in h.message_ids}
+    norms = entity_norms()
+    assert secret(A, "t1", 1) not in norms and secret(A, "t1", 2) in norms and secret(B, "t1", 1) in norms
 
 
 def test_delete_by_thread_removes_only_that_thread_of_that_scope(store: Path) -> None:
