@@ -96,7 +96,8 @@ def render(results: Results) -> str:
         "",
         "Resident = RSS of a fresh process after every mode answered once, minus the same process with only the "
         "model loaded. Gate = one SAGE decision for a new candidate against N memories (the store's sentence "
-        "vectors), exact and approximate (IVF top-k); in brackets ÷ one flat top-1 FAISS search of the same N.",
+        "vectors), exact and approximate (IVF top-k); in brackets ÷ one flat top-1 FAISS search of the same N "
+        "(FAISS's default OpenMP threads or one thread, whichever was faster; the flat column says which).",
         "",
         "| sentences | resident bytes/sentence | disk bytes/sentence | gate exact p50 µs | gate approx p50 µs "
         "| flat top-1 p50 µs | threshold step ms (exact) |",
@@ -113,7 +114,8 @@ def render(results: Results) -> str:
         lines.append(
             f"| {r['sentences']:,} | {_f(r.get('rss_bytes_per_sentence'), '{:.0f}')} | "
             f"{_f(r['disk_bytes_per_sentence'], '{:.0f}')} | {gcell('exact_p50_us')} | {gcell('approx_p50_us')} | "
-            f"{_f(flat, '{:.0f}')} | {_f(g.get('exact_step_ms'), '{:.1f}')} |"
+            f"{_f(flat, '{:.0f}')}{' (' + g['flat_config'] + ')' if g.get('flat_config') else ''} | "
+            f"{_f(g.get('exact_step_ms'), '{:.1f}')} |"
         )
     series = [(f"{m} p50", f"{m}_p50") for m in modes] + [
         ("dense p50", "dense_p50"),

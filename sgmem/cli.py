@@ -220,6 +220,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     embedder: Any = default_embedder()
     if args.cache:
         embedder = CachingEmbedder(embedder, args.cache)
+    if args.loo:
+        report = _loo_report(args, embedder)
+        print(report)
+        if args.out:
+            Path(args.out).write_text(report + "\n", encoding="utf-8")
+        return 0
     systems: list[tuple[Any, ...]] = [("sgmem hybrid", "hybrid"), ("BM25 turns", "bm25"), ("dense sentences", "vector")]
     if args.pyramid:
         import dataclasses
@@ -244,6 +250,47 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.out:
         Path(args.out).write_text(report + "\n", encoding="utf-8")
     return 0
+
+
+def _loo_report(args: argparse.Namespace, embedder: Any) -> str:
+    """``sgmem eval locomo --loo``: the dev-tuned settings, chosen leave-one-conversation-out."""
+    from .eval import CachingEmbedder
+    from .eval.locomo import load_locomo
+    from .eval.loo import (
+        CONTEXT_GRID,
+        TUNED_GRID,
+        apply_overrides,
+        context_metric,
+        gate_loo,
+        loo,
+        prepare,
+        recall_metric,
+        render_gate_loo,
+        render_loo,
+    )
+
+    def progress(s: str) -> None:
+        print(s, file=sys.stderr, flush=True)
+
+    convs = load_locomo(args.file, args.limit)
+    parts = [f"LoCoMo leave-one-conversation-out — {args.file}: {len(convs)} conversations"]
+    with prepare(convs, embedder, progress=progress) as prep:
+        if isinstance(embedder, CachingEmbedder):
+            embedder.save()
+        ret = loo(prep, TUNED_GRID, recall_metric(), progress=progress)
+        parts += ["", render_loo(ret, "Retrieval weights (HybridConfig), by recall@10")]
+        # the digest is chosen per fold on top of the retrieval setting that fold chose
+        budget = args.budgets[0]
+        bases = {f.held_out: apply_overrides(prep.config, f.chosen) for f in ret.folds}
+        metric, cache = context_metric(budget), {}  # type: ignore[var-annotated]
+        for select, how in ((0, "fragments"), (1, "whole turns")):
+            ctx = loo(prep, CONTEXT_GRID, metric, base=bases, select=select, cache=cache, progress=progress)
+            title = f"Context digest (context_turn_tokens), by evidence inside {budget} tokens counting {how}"
+            parts += ["", render_loo(ctx, title)]
+    parts += ["", render_gate_loo(gate_loo(args.file, embedder, limit=args.limit))]
+    if isinstance(embedder, CachingEmbedder):
+        embedder.save()
+    return "\n".join(parts)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -331,6 +378,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--pyramid",
         action="store_true",
         help="also run mode='pyramid' (MGRetrieval) and the hybrid without its pyramid channel",
+    )
+    lo.add_argument(
+        "--loo",
+        action="store_true",
+        help="the dev-tuned settings (hybrid weights, context digest, gate tau_noop) chosen "
+        "leave-one-conversation-out: held-out figures next to in-sample ones",
     )
     lo.set_defaults(func=cmd_eval)
 

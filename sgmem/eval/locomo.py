@@ -17,7 +17,7 @@ import re
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +30,17 @@ from ..memory import Memory
 from ..retrieval.search import Retriever
 from ..text.tokens import count_tokens
 
-__all__ = ["CATEGORY_NAMES", "Conversation", "EvalReport", "evaluate", "load_locomo", "render_report"]
+__all__ = [
+    "CATEGORY_NAMES",
+    "Conversation",
+    "EvalReport",
+    "context_evidence",
+    "evaluate",
+    "load_locomo",
+    "recall_at_k",
+    "render_report",
+    "turns_of",
+]
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 _DATE = re.compile(r"(\d{1,2}):(\d{2})\s*(am|pm)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.IGNORECASE)
@@ -144,6 +154,7 @@ class SystemScores:
     ctx_recall: dict[int, dict[int, list[float]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
     )
+    ctx_whole: dict[int, dict[int, list[float]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
     ctx_tokens: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))
     latency_ms: list[float] = field(default_factory=list)
 
@@ -166,13 +177,44 @@ class EvalReport:
         return 100.0 * statistics.fmean(vals) if vals else float("nan")
 
 
-def _turns_of(hits: Sequence[Any]) -> list[str]:
-    seen: list[str] = []
+def turns_of(hits: Sequence[Any]) -> list[str]:
+    """The distinct turns (message ids) of ranked hits, in rank order."""
+    seen: dict[str, None] = {}
     for h in hits:
         for mid in h.message_ids:
-            if mid not in seen:
-                seen.append(mid)
-    return seen
+            seen.setdefault(mid, None)
+    return list(seen)
+
+
+def recall_at_k(turns: Sequence[str], evidence: Iterable[str], k: int) -> float:
+    """Evidence recall@k: the share of the evidence turns among the first ``k`` distinct ``turns``.
+
+    ``turns`` are distinct ranked turn ids (:func:`turns_of`); ``evidence`` must
+    not be empty (a question without evidence is not scored).
+    """
+    ev = set(evidence)
+    if not ev:
+        raise InvalidInputError("evidence", evidence, "at least one evidence turn id")
+    return len(ev & set(list(dict.fromkeys(turns))[:k])) / len(ev)
+
+
+def context_evidence(
+    text: str, ids: Iterable[str], evidence: Iterable[str], turn_text: Mapping[str, str]
+) -> tuple[float, float]:
+    """Shares of evidence turns inside a context block: (fragments, whole turns).
+
+    *Fragments* counts a turn whose id made it into the block in any form (a
+    digest of its sentences, or the source of a generated memory); *whole
+    turns* counts it only if its full rendered line ``"Speaker: text"``
+    (``turn_text``) is in ``text`` — the like-for-like comparison with a
+    baseline that packs whole turns.
+    """
+    ev = set(evidence)
+    if not ev:
+        raise InvalidInputError("evidence", evidence, "at least one evidence turn id")
+    inside = ev & set(ids)
+    whole = {e for e in inside if e in turn_text and turn_text[e] in text}
+    return len(inside) / len(ev), len(whole) / len(ev)
 
 
 def evaluate(
@@ -215,6 +257,7 @@ def evaluate(
             for key, at, msgs in conv.sessions:
                 mem.add(msgs, scope=conv.sample_id, thread=key, at=at)
             ingest_s += time.perf_counter() - t0
+            turn_text = {m["id"]: f"{m['name']}: {m['content']}" for _, _, msgs in conv.sessions for m in msgs}
             if progress:
                 progress(f"{conv.sample_id}: {conv.n_turns} turns ingested, {len(conv.questions)} questions")
             for q in conv.questions:
@@ -231,17 +274,18 @@ def evaluate(
                         sys_scores.latency_ms.append((time.perf_counter() - t1) * 1e3)
                     finally:
                         mem._retriever = own
-                    turns = _turns_of(hits)
+                    turns = turns_of(hits)
                     for k in ks:
-                        got = len(ev & set(turns[:k])) / len(ev)
-                        sys_scores.by_cat[k][q.category].append(got)
+                        sys_scores.by_cat[k][q.category].append(recall_at_k(turns, ev, k))
                     sys_scores.all_hit10[q.category].append(float(ev <= set(turns[:10])))
                 first = scores[0]
                 for b in budgets:
                     text, ids = mem._context_with_ids(
                         q.question, scope=conv.sample_id, budget_tokens=b, mode=systems[0][1]
                     )
-                    first.ctx_recall[b][q.category].append(len(ev & set(ids)) / len(ev))
+                    frag, whole = context_evidence(text, ids, ev, turn_text)
+                    first.ctx_recall[b][q.category].append(frag)
+                    first.ctx_whole[b][q.category].append(whole)
                     first.ctx_tokens[b].append(count_tokens(text))
     return EvalReport(scores, tuple(ks), tuple(budgets), n_q, sum(c.n_turns for c in convs), ingest_s, str(path))
 
@@ -278,12 +322,20 @@ def render_report(rep: EvalReport) -> str:
             "",
             f"Recall inside Memory.context() ({first.name}):",
             "",
-            "| budget tokens | mean tokens used | cat 1–4 evidence inside | adversarial (5) |",
-            "|---|---|---|---|",
+            "| budget tokens | mean tokens used | cat 1–4 evidence inside: fragments | whole turns "
+            "| adversarial (5): fragments | whole turns |",
+            "|---|---|---|---|---|---|",
         ]
         for b in rep.budgets:
             vals = [v for c in cats for v in first.ctx_recall[b][c]]
+            whole = [v for c in cats for v in first.ctx_whole[b][c]]
             lines.append(
-                f"| {b} | {statistics.fmean(first.ctx_tokens[b]):.0f} | {_pct(vals)} | {_pct(first.ctx_recall[b][5])} |"
+                f"| {b} | {statistics.fmean(first.ctx_tokens[b]):.0f} | {_pct(vals)} | {_pct(whole)} "
+                f"| {_pct(first.ctx_recall[b][5])} | {_pct(first.ctx_whole[b][5])} |"
             )
+        lines += [
+            "",
+            "Fragments: a turn counts if any part of it (a digest of its sentences, or the source of a "
+            "generated memory) is in the block; whole turns: only if its full text is.",
+        ]
     return "\n".join(lines)
