@@ -257,24 +257,24 @@ for h in hits:
     print(f"{h.score:.2f}  {[(m['entity'], m['type']) for m in matched]}  {h.text[:70]}")
 """),
     code("""
-anchor = next(e for e, row in ents.entities.items() if row.norm == "priya")
-around = set(cooc.get(anchor, {})) | {anchor}
 G = nx.Graph()
-for u in around:
-    for v, w in cooc.get(u, {}).items():
-        if v in around and u < v:
+for u, nbrs in cooc.items():
+    for v, w in nbrs.items():
+        if u < v:
             G.add_edge(names[u], names[v], weight=w)
 found = {m["entity"] for h in hits for m in h.why.get("entity", {}).get("matched", [])}
-comm = max((communities[c] for c in member.get(anchor, [])), key=len, default=frozenset())
-colour = ["#ffb347" if n.split(" (")[0] in found else ("#9ecae1" if any(names[e] == n for e in comm) else "#dddddd")
-          for n in G.nodes]
+# the community around the query: the one holding most of the entities it matched
+comm = max(communities, key=lambda c: (sum(ents.entities[e].name in found for e in c), len(c)), default=frozenset())
+in_comm = {names[e] for e in comm}
+colour = ["#ffb347" if n.split(" (")[0] in found else ("#9ecae1" if n in in_comm else "#dddddd") for n in G.nodes]
 fig, ax = plt.subplots(figsize=(10, 6))
 pos = nx.spring_layout(G, seed=3, weight="weight")
 nx.draw_networkx(G, pos, ax=ax, node_color=colour, font_size=8, width=[0.5 + G[u][v]["weight"] for u, v in G.edges])
-ax.set_title("Entities around Priya (orange: matched by the query's type; blue: her largest community)")
+ax.set_title("Entity graph (orange: matched by the query's type; blue: the community around them)")
 ax.axis("off")
 plt.show()
-assert anchor in ents.entities and len(G) >= 3
+print("community around the query:", sorted(in_comm))
+assert len(G) >= 3 and communities
 """),
 ]
 

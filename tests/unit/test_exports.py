@@ -154,5 +154,5 @@ def test_not_found_error_message_is_not_quoted_like_a_key_error() -> None:
     assert str(err) == "scope 'x' holds no memories"
 
 
-def test_modes_are_the_five_search_modes() -> None:
-    assert set(sgmem.MODES) == {"hybrid", "vector", "graph", "bm25", "pyramid"}
+def test_modes_are_the_seven_search_modes() -> None:
+    assert set(sgmem.MODES) == {"hybrid", "vector", "graph", "bm25", "pyramid", "entity", "sgrm"}
