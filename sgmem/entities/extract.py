@@ -203,7 +203,13 @@ def find_spans(text: str, known: set[str] | frozenset[str] = frozenset()) -> lis
         if first_of_sentence:
             # a sentence's first word is capitalised anyway: keep it only inside a longer name
             lone = len(run) == 1 and norm_name(run[0].group(0)) not in known
-            if lone or run[0].group(0).lower() in _NOT_NAMES:
+            rest = norm_name(text[run[1].start() : run[-1].end()]) if len(run) > 1 else ""
+            # "Bye Jon": an opener before a known name is not part of it
+            if (
+                lone
+                or run[0].group(0).lower() in _NOT_NAMES
+                or (rest in known and norm_name(run[0].group(0)) not in known)
+            ):
                 run = run[1:]
         while run and run[-1].group(0).lower() in _JOINERS:
             run = run[:-1]
