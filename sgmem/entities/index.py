@@ -77,9 +77,9 @@ class EntityIndex:
             for m in applied.mentions:
                 self.add_mention(m)
             for eid, text, n in applied.profiles:
-                e = self.entities.get(eid)
-                if e is not None:
-                    e.profile, e.profiled = text, n
+                row = self.entities.get(eid)
+                if row is not None:
+                    row.profile, row.profiled = text, n
 
     # ---------------------------------------------------------------- views
     def type_of(self, eid: int) -> str:

@@ -142,6 +142,6 @@ def graph_scores(
                 s[r] += 0.5 * tools.cfg.neighbour_share
                 cand[r] = True
                 why.setdefault(r, {})["neighbours"] = [ei.entities[e].name for e in hit[:3]]
-    for r in np.flatnonzero(linked):
-        why.setdefault(int(r), {}).setdefault("anchors", [])
+    for row in np.flatnonzero(linked):
+        why.setdefault(int(row), {}).setdefault("anchors", [])
     return s, why, cand
