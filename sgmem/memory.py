@@ -220,6 +220,7 @@ class Memory(AsyncMethods):
             self.llm,
             int(self.embedder.dim),
         )
+        words_before = self._words.sent
         with self._lock:
             ent_snap = self._entities.get(self._store, sid_known) if sid_known else EntityIndex(0, -1)
         ent_plan = plan_entities(
@@ -232,6 +233,7 @@ class Memory(AsyncMethods):
             self._stored_texts,
         )
         kw_plan.usage.merge(ent_plan.usage)  # counted with the rest of the add's LLM calls
+        n_embedded += self._words.sent - words_before  # mention surfaces and type descriptions
         d_plan = self._derived.plan(sid_known, thread, prep)  # LLM calls and gate routing, before the lock
         t_emb = time.perf_counter()
 
