@@ -22,7 +22,10 @@ from .derived.engine import DerivedEngine
 from .derived.reads import check_kinds
 from .embed.base import Embedder, check_embeddings
 from .embed.minilm import default_embedder
-from .errors import InvalidInputError, NotFoundError, SgmemError, StoreError
+from .entities.extract import TypeModel
+from .entities.index import EntityCache
+from .entities.retrieve import EntityTools
+from .errors import ConfigError, InvalidInputError, NotFoundError, SgmemError, StoreError
 from .gate.blas import single_thread_blas
 from .llm import LLM
 from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords
@@ -138,6 +141,9 @@ class Memory(AsyncMethods):
         # per-scope caches (retrieval indexes here, derived-memory state in the engine): one LRU, one budget
         self._caches = ByteLRU(self.config.cache_bytes)
         self._indexes = CacheView(self._caches, "index")
+        # LightGMEM entity layer (opt-in, Config.entities): its own per-scope cache, keyed by the scope generation
+        self._entities = EntityCache()
+        self._types = TypeModel(self._words, self.config.entities)
         self._lock = threading.RLock()
         self._closed = False
         self._unscrubbed = False  # a delete's checkpoint could not complete yet (see scrub())
@@ -199,6 +205,7 @@ class Memory(AsyncMethods):
                 with contextlib.suppress(Exception):
                     self._store.scrub(timeout_s=1.0)
             self._caches.clear()
+            self._entities.clear()
             self._store.close()
 
     def _check_open(self) -> None:
@@ -327,6 +334,7 @@ class Memory(AsyncMethods):
                 tidy_scope(self._store, scope_id, bool(counts["messages"]))
             if counts["messages"] and applied is None:
                 self._indexes.pop(scope_id, None)
+                self._entities.drop(scope_id)
             scrubbed = self._scrub() if counts["messages"] or self._unscrubbed else True
             return finish_add(self, p, applied, DeleteReceipt(**counts, scrubbed=scrubbed))
 
@@ -347,6 +355,12 @@ class Memory(AsyncMethods):
             query, scope, k, threads, since, until, exclude_message_ids
         )
         mode = check_mode(mode) or self.config.default_mode
+        if mode == "entity" and not self.config.entities.enabled:
+            raise ConfigError(
+                "mode='entity' needs the entity layer, which is off by default (Config.entities.enabled=False). "
+                "Open the Memory with sgmem.Config(entities=sgmem.EntityConfig(enabled=True)) and add the "
+                "messages again (entities are extracted at write time), or use another mode."
+            )
         with self._lock:
             scope_id = self._store.scope_id(scope)
         if scope_id is None:
@@ -357,6 +371,11 @@ class Memory(AsyncMethods):
             allowed = allowed_mask(idx, thread_list, since_dt, until_dt, exclude)
             if self._retriever.needs_keywords(mode):
                 ensure_keywords(self._store, idx)
+            ents = (
+                EntityTools(self._entities.get(self._store, scope_id), self._types, self._words, self.config.entities)
+                if self._retriever.needs_entities(mode)
+                else None
+            )
             ranked = self._retriever.search(
                 idx,
                 mode,
@@ -366,6 +385,7 @@ class Memory(AsyncMethods):
                 allowed,
                 lambda rows: self._turn_texts(idx, rows),
                 PyramidTools(self._words, self.llm),
+                ents,
             )
         return ranked, idx, q
 
@@ -385,6 +405,14 @@ class Memory(AsyncMethods):
     def _turn_texts(self, idx: ScopeIndex, rows: list[int]) -> list[str]:
         details = self._details([idx.msg_ids[r] for r in rows])
         return [f"{d['speaker']}: {d['content']}" for d in (details[idx.msg_ids[r]] for r in rows)]
+
+    def _stored_texts(self, message_ids: list[int]) -> list[str]:
+        """Dated, speaker-labelled texts of stored messages (entity profiles' evidence)."""
+        details = self._details(message_ids)
+        return [
+            f"({d['at'].date().isoformat()}) {d['speaker']}: {d['content']}"
+            for d in (details[m] for m in message_ids if m in details)
+        ]
 
     def _details(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         with self._lock:
@@ -683,6 +711,7 @@ class Memory(AsyncMethods):
             counts = delete_rows(self._store, self._derived, self._cache_dir, scope_id, thread, ids)
             if counts["messages"]:
                 self._indexes.pop(scope_id, None)
+                self._entities.drop(scope_id)
             scrubbed = self._scrub() if counts["messages"] or self._unscrubbed else True
         return DeleteReceipt(**counts, scrubbed=scrubbed)
 

@@ -24,6 +24,9 @@ import sgmem
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
+#: The entity layer is opt-in; reliability tests that cover every mode (or the entity tables) switch it on.
+ENTITIES = sgmem.Config(entities=sgmem.EntityConfig(enabled=True))
+
 
 class FastEmbedder:
     """Hashed bag-of-words embedder (64 dims by default)."""
