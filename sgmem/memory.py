@@ -643,7 +643,7 @@ class Memory(AsyncMethods):
         if thread is not None:
             thread = check_name(thread, "thread", self.config.limits)
         if limit is not None:
-            limit = check_int(limit, "limit", 1)
+            limit = check_int(limit, "limit", 1, 2**63 - 1)  # SQLite INTEGER range
         with self._lock:
             scope_id = self._store.scope_id(scope)
             if scope_id is None:
