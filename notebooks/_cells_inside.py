@@ -16,7 +16,9 @@ Three things sgmem does that plain vector memory does not, drawn:
 2. the **novelty gate** (SAGE): an adaptive threshold that decides, with no LLM
    call, whether a new fact is added, merged into the nearest one, or dropped;
 3. the **keyword pyramid** (MGRetrieval): combinations of the query's keywords
-   read from the most specific down, and the path each memory was found on.
+   read from the most specific down, and the path each memory was found on;
+4. the **entity graph** (LightGMEM): typed entities linked by co-occurrence,
+   their overlapping communities, and a query anchored on them.
 """),
     code("""
 import json
@@ -29,7 +31,10 @@ import numpy as np
 import sgmem
 
 demo = json.loads(resources.files("sgmem").joinpath("data/demo.json").read_text(encoding="utf-8"))
-mem = sgmem.Memory(config=sgmem.Config(graph=sgmem.GraphConfig(seeds=6, gamma=1.35, hops=1, knn_k=3)))
+mem = sgmem.Memory(config=sgmem.Config(
+    graph=sgmem.GraphConfig(seeds=6, gamma=1.35, hops=1, knn_k=3),
+    entities=sgmem.EntityConfig(enabled=True),  # the entity layer is opt-in (section 4)
+))
 for t in demo["threads"]:
     result = mem.add(t["messages"], scope="priya", thread=t["thread"], at=t["at"])
     print(f"{t['thread']}: {result.sentences} sentences; facts added / merged / skipped by the gate: "
@@ -226,4 +231,56 @@ ax.set_title("Keyword pyramid of the question (orange: critical memories found h
 plt.show()
 assert any(len(path) >= 2 for path in by_path)   # a memory held two query keywords at once
 """),
+    md("""
+## 4. The entity graph and a community around a query
+
+The entity layer is opt-in (`Config(entities=sgmem.EntityConfig(enabled=True))`,
+as this notebook's Memory is; `HybridConfig(w_entity=0.3)` adds its hybrid
+channel): on LoCoMo it bought +0.2 recall@10 for ~3.8× slower ingest. With it
+on, every add extracts entity mentions (names and titles by rule, typed
+zero-shot with the embedder: person, place, organization, game, book…),
+resolves them to canonical entities, and links entities mentioned in the same
+turn. Ego-Splitting groups them into overlapping communities. A query is
+anchored on the entities it names and on the entity *types* it names by a
+category word ("Which places…" → place): `mode="entity"` and the hybrid's
+entity channel score turns by that connectivity, and a hit's `why["entity"]`
+names the entity and type that matched.
+"""),
+    code("""
+sid = mem._store.scope_id("priya")
+ents = mem._entities.get(mem._store, sid)
+names = {e: f"{row.name} ({ents.type_of(e)})" for e, row in ents.entities.items()}
+cooc = ents.cooccurrence()
+communities, member = ents.communities()
+print(len(ents.entities), "entities,", sum(len(v) for v in cooc.values()) // 2, "co-occurrence edges,",
+      len(communities), "communities")
+
+question = "Which places has Priya lived or worked in?"
+hits = mem.search(question, scope="priya", k=4, mode="entity")
+print("anchors:", hits[0].why["query_entities"], "| types named:", hits[0].why["query_types"])
+for h in hits:
+    matched = h.why.get("entity", {}).get("matched", [])
+    print(f"{h.score:.2f}  {[(m['entity'], m['type']) for m in matched]}  {h.text[:70]}")
+"""),
+    code("""
+G = nx.Graph()
+for u, nbrs in cooc.items():
+    for v, w in nbrs.items():
+        if u < v:
+            G.add_edge(names[u], names[v], weight=w)
+found = {m["entity"] for h in hits for m in h.why.get("entity", {}).get("matched", [])}
+# the community around the query: the one holding most of the entities it matched
+comm = max(communities, key=lambda c: (sum(ents.entities[e].name in found for e in c), len(c)), default=frozenset())
+in_comm = {names[e] for e in comm}
+colour = ["#ffb347" if n.split(" (")[0] in found else ("#9ecae1" if n in in_comm else "#dddddd") for n in G.nodes]
+fig, ax = plt.subplots(figsize=(10, 6))
+pos = nx.spring_layout(G, seed=3, weight="weight")
+nx.draw_networkx(G, pos, ax=ax, node_color=colour, font_size=8, width=[0.5 + G[u][v]["weight"] for u, v in G.edges])
+ax.set_title("Entity graph (orange: matched by the query's type; blue: the community around them)")
+ax.axis("off")
+plt.show()
+print("community around the query:", sorted(in_comm))
+assert len(G) >= 3 and communities
+"""),
 ]
+

@@ -83,11 +83,12 @@ print("channel scores:", top.why["channels"])
     md("""
 Every retrieval mode runs over the same store: `hybrid` (the default), `vector`
 (dense baseline), `graph` (SGMem as published), `bm25` and `pyramid` (the
-keyword pyramid, MGRetrieval). `benchmarks/RESULTS.md` compares them on LoCoMo.
+keyword pyramid, MGRetrieval), `sgrm` (segment graph); `entity` needs the
+opt-in entity layer (notebook 04). `benchmarks/RESULTS.md` compares them on LoCoMo.
 """),
     code("""
 question = "What is worrying Priya about the race?"
-for mode in sgmem.MODES:
+for mode in [m for m in sgmem.MODES if m != "entity"]:  # entity: the opt-in layer is off here
     best = mem.search(question, scope="priya", k=1, mode=mode)
     print(f"{mode:>8}: {best[0].text if best else '-'}")
 """),

@@ -18,14 +18,17 @@ from .config import (
     MODES,
     SGMEM_PAPER_LOCOMO,
     SGMEM_PAPER_LONGMEMEVAL,
+    SGRM_PAPER,
     Config,
     GraphConfig,
     HybridConfig,
     Limits,
     PyramidConfig,
+    SGRMConfig,
 )
 from .derived.config import DerivedConfig
 from .embed import Embedder, SentenceTransformerEmbedder
+from .entities.config import EntityConfig
 from .errors import (
     ConfigError,
     CorruptStoreError,
@@ -49,6 +52,9 @@ __all__ = [
     "MODES",
     "SGMEM_PAPER_LOCOMO",
     "SGMEM_PAPER_LONGMEMEVAL",
+    "SGRM_PAPER",
+    "SGRMConfig",
+    "EntityConfig",
     "AddResult",
     "Config",
     "ConfigError",

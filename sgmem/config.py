@@ -13,6 +13,7 @@ from typing import Literal
 import numpy as np
 
 from .derived.config import DerivedConfig
+from .entities.config import EntityConfig
 from .errors import ConfigError
 from .gate.config import GateConfig
 from .pyramid.config import PyramidConfig
@@ -21,6 +22,7 @@ __all__ = [
     "MODES",
     "Config",
     "DerivedConfig",
+    "EntityConfig",
     "GateConfig",
     "GraphConfig",
     "HybridConfig",
@@ -28,13 +30,15 @@ __all__ = [
     "PyramidConfig",
     "SGMEM_PAPER_LOCOMO",
     "SGMEM_PAPER_LONGMEMEVAL",
+    "SGRMConfig",
+    "SGRM_PAPER",
 ]
 
 #: [D] The relevance cutoff calibrated for all-MiniLM-L6-v2, by embedder name (see ``Config.min_relevance``).
 MIN_RELEVANCE = {"sentence-transformers/all-MiniLM-L6-v2": 0.3}
 
 #: Retrieval modes :meth:`sgmem.Memory.search` accepts.
-MODES = ("hybrid", "vector", "graph", "bm25", "pyramid")
+MODES = ("hybrid", "vector", "graph", "bm25", "pyramid", "entity", "sgrm")
 
 ChunkLevel = Literal["turn", "round", "session"]
 
@@ -174,6 +178,52 @@ SGMEM_PAPER_LONGMEMEVAL = GraphConfig(knn_k=3, hops=1, seeds=15, gamma=1.0, chun
 
 
 @dataclass(frozen=True)
+class SGRMConfig:
+    """SGRM, segment-graph retrieval memory (ALGORITHMS §5; Sharma 2025), as ``mode="sgrm"``.
+
+    Each thread's turns are cut into token-window segments (§3.1), each a node
+    with chronological edges to the next segment (§3.3) and directed
+    similarity edges to its ``knn_k`` most similar earlier segments; a query
+    takes the most similar segment as its seed (§3.5), walks the graph by BFS
+    up to ``depth`` hops (§3.6) and returns the ``top_n`` reachable segments
+    most similar to the query.
+
+    Attributes:
+        segment_tokens: C, the window in tokens (paper: 512 GPT-2 tokens; here
+            cl100k). [D] A segment holds whole turns (a turn longer than the
+            window is a segment alone), so every hit maps to its messages.
+        knn_k: similarity edges per segment (paper: k = 3).
+        depth: L, the BFS depth ([U] in the paper; [D] 2).
+        top_n: segments returned per query (paper: top_n = 3); ``k`` caps it.
+        order: turns inside a segment hit, ``"chronological"`` (the paper's
+            ordering of R_q) or ``"similarity"`` ([D] best sentence cosine first).
+    """
+
+    segment_tokens: int = 128
+    knn_k: int = 3
+    depth: int = 2
+    top_n: int = 10
+    order: Literal["chronological", "similarity"] = "similarity"
+
+    def __post_init__(self) -> None:
+        for name in ("segment_tokens", "knn_k", "top_n"):
+            v = getattr(self, name)
+            _check(_is_int(v) and v >= 1, f"SGRMConfig.{name}", v, "an int >= 1")
+        _check(_is_int(self.depth) and 0 <= self.depth <= 10, "SGRMConfig.depth", self.depth, "an int in 0..10")
+        _check(
+            self.order in ("chronological", "similarity"),
+            "SGRMConfig.order",
+            self.order,
+            "'chronological' or 'similarity'",
+        )
+
+
+#: SGRM's published defaults (``main.py``): 512-token segments, k = 3 similarity
+#: edges, top_n = 3 segments, in chronological order; depth [U] → 2.
+SGRM_PAPER = SGRMConfig(segment_tokens=512, knn_k=3, depth=2, top_n=3, order="chronological")
+
+
+@dataclass(frozen=True)
 class HybridConfig:
     """[D] The default ``hybrid`` mode: channels fused by a weighted score sum.
 
@@ -202,6 +252,16 @@ class HybridConfig:
             cost, ~1 ms per query) off. 0.4 measured best on the dev split
             (recall@10 cat 1–4 79.9 vs 79.6 without; multi-hop 51.4 vs 49.8, no
             category down by more than 0.3; weights 0.35–0.5 measure alike).
+        w_entity: LightGMEM entity channel (``Config.entities``): a turn that
+            mentions an entity of a type the query names by a category word
+            ("Which cities…" → a place) gains ``w_entity``, or
+            ``anchor_gate · w_entity`` when it is not linked to a person the
+            query names. [D] Off by default (0.0), like the entity layer itself:
+            on LoCoMo dev ``w_entity=0.3`` gave cat 1–4 recall@10 80.1 vs 79.9
+            (within noise) while ingest ran ~3.8× slower (every name typed with
+            the embedder) and hybrid queries ~3× slower. To use it:
+            ``Config(entities=EntityConfig(enabled=True), hybrid=HybridConfig(w_entity=0.3))``;
+            without ``entities.enabled`` the channel does nothing.
         length_prior: bonus ``length_prior · log(1 + tokens) / log(1 + 64)`` for
             turns with content over one-line acknowledgements.
         neighbour_weight: weight of a query word found only in the previous or
@@ -223,6 +283,7 @@ class HybridConfig:
     w_lexical: float = 1.2
     w_graph: float = 0.15
     w_pyramid: float = 0.4
+    w_entity: float = 0.0
     length_prior: float = 0.1
     neighbour_weight: float = 0.5
     neighbour_dense: float = 0.2
@@ -286,6 +347,9 @@ class Config:
             pyramid channel, and the keywords indexed by every add).
         gate: the SAGE novelty gate on derived facts (ALGORITHMS §2).
         derived: generated memory — facts, session summaries, insights (§1.5–§1.6).
+        entities: the LightGMEM entity layer (``entity`` mode and the hybrid's
+            entity channel; ALGORITHMS §4).
+        sgrm: SGRM's segment graph (``sgrm`` mode).
         limits: per-call bounds.
         speaker_prefix: [D] embed sentences as ``"Name: sentence"``; without it,
             short lines such as "Wow, Caroline!" match every question naming her.
@@ -334,6 +398,8 @@ class Config:
     pyramid: PyramidConfig = field(default_factory=PyramidConfig)
     gate: GateConfig = field(default_factory=GateConfig)
     derived: DerivedConfig = field(default_factory=DerivedConfig)
+    entities: EntityConfig = field(default_factory=EntityConfig)
+    sgrm: SGRMConfig = field(default_factory=SGRMConfig)
     limits: Limits = field(default_factory=Limits)
     speaker_prefix: bool = True
     embed_batch_size: int = 64
@@ -371,6 +437,12 @@ class Config:
         )
         _check(self.default_mode in MODES, "Config.default_mode", self.default_mode, f"one of {MODES}")
         _check(
+            self.default_mode != "entity" or self.entities.enabled,
+            "Config.default_mode",
+            self.default_mode,
+            "a mode other than 'entity' unless the entity layer is on (entities=EntityConfig(enabled=True))",
+        )
+        _check(
             _is_int(self.embed_batch_size) and self.embed_batch_size >= 1,
             "Config.embed_batch_size",
             self.embed_batch_size,
@@ -397,6 +469,8 @@ class Config:
             ("limits", Limits),
             ("gate", GateConfig),
             ("derived", DerivedConfig),
+            ("entities", EntityConfig),
+            ("sgrm", SGRMConfig),
         ):
             _check(isinstance(getattr(self, name), typ), f"Config.{name}", getattr(self, name), f"a {typ.__name__}")
 

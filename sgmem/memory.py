@@ -23,7 +23,10 @@ from .derived.engine import DerivedEngine
 from .derived.reads import check_kinds
 from .embed.base import Embedder, check_embeddings
 from .embed.minilm import default_embedder
-from .errors import InvalidInputError, NotFoundError, SgmemError, StoreError
+from .entities.extract import TypeModel
+from .entities.index import EntityCache
+from .entities.retrieve import EntityTools
+from .errors import ConfigError, InvalidInputError, NotFoundError, SgmemError, StoreError
 from .gate.blas import single_thread_blas
 from .llm import LLM
 from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords
@@ -139,6 +142,9 @@ class Memory(AsyncMethods):
         # per-scope caches (retrieval indexes here, derived-memory state in the engine): one LRU, one budget
         self._caches = ByteLRU(self.config.cache_bytes)
         self._indexes = CacheView(self._caches, "index")
+        # LightGMEM entity layer (opt-in, Config.entities): its own per-scope cache, keyed by the scope generation
+        self._entities = EntityCache()
+        self._types = TypeModel(self._words, self.config.entities)
         self._lock = threading.RLock()
         self._closed = False
         self._unscrubbed = False  # a delete's checkpoint could not complete yet (see scrub())
@@ -200,6 +206,7 @@ class Memory(AsyncMethods):
                 with contextlib.suppress(Exception):
                     self._store.scrub(timeout_s=1.0)
             self._caches.clear()
+            self._entities.clear()
             self._store.close()
 
     def _check_open(self) -> None:
@@ -337,6 +344,12 @@ class Memory(AsyncMethods):
             query, scope, k, threads, since, until, exclude_message_ids
         )
         mode = check_mode(mode) or self.config.default_mode
+        if mode == "entity" and not self.config.entities.enabled:
+            raise ConfigError(
+                "mode='entity' needs the entity layer, which is off by default (Config.entities.enabled=False). "
+                "Open the Memory with sgmem.Config(entities=sgmem.EntityConfig(enabled=True)) and add the "
+                "messages again (entities are extracted at write time), or use another mode."
+            )
         with self._lock:
             scope_id = self._store.scope_id(scope)
         if scope_id is None:
@@ -347,6 +360,11 @@ class Memory(AsyncMethods):
             allowed = allowed_mask(idx, thread_list, since_dt, until_dt, exclude)
             if self._retriever.needs_keywords(mode):
                 ensure_keywords(self._store, idx)
+            ents = (
+                EntityTools(self._entities.get(self._store, scope_id), self._types, self._words, self.config.entities)
+                if self._retriever.needs_entities(mode)
+                else None
+            )
             ranked = self._retriever.search(
                 idx,
                 mode,
@@ -356,6 +374,7 @@ class Memory(AsyncMethods):
                 allowed,
                 lambda rows: self._turn_texts(idx, rows),
                 PyramidTools(self._words, self.llm),
+                ents,
             )
         return ranked, idx, q
 
@@ -375,6 +394,14 @@ class Memory(AsyncMethods):
     def _turn_texts(self, idx: ScopeIndex, rows: list[int]) -> list[str]:
         details = self._details([idx.msg_ids[r] for r in rows])
         return [f"{d['speaker']}: {d['content']}" for d in (details[idx.msg_ids[r]] for r in rows)]
+
+    def _stored_texts(self, message_ids: list[int]) -> list[str]:
+        """Dated, speaker-labelled texts of stored messages (entity profiles' evidence)."""
+        details = self._details(message_ids)
+        return [
+            f"({d['at'].date().isoformat()}) {d['speaker']}: {d['content']}"
+            for d in (details[m] for m in message_ids if m in details)
+        ]
 
     def _details(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         with self._lock:
@@ -605,7 +632,7 @@ class Memory(AsyncMethods):
         if thread is not None:
             thread = check_name(thread, "thread", self.config.limits)
         if limit is not None:
-            limit = check_int(limit, "limit", 1)
+            limit = check_int(limit, "limit", 1, 2**63 - 1)  # SQLite INTEGER range
         with self._lock:
             scope_id = self._store.scope_id(scope)
             if scope_id is None:
@@ -673,6 +700,7 @@ class Memory(AsyncMethods):
             counts = delete_rows(self._store, self._derived, self._cache_dir, scope_id, thread, ids)
             if counts["messages"]:
                 self._indexes.pop(scope_id, None)
+                self._entities.drop(scope_id)
             scrubbed = self._scrub() if counts["messages"] or self._unscrubbed else True
         return DeleteReceipt(**counts, scrubbed=scrubbed)
 

@@ -8,6 +8,8 @@ named after the algorithm that owns them (see ALGORITHMS.md).
 from __future__ import annotations
 
 __all__ = [
+    "ENTITY_DISAMBIGUATION",
+    "ENTITY_PROFILE",
     "FACT_EXTRACTION",
     "INSIGHTS",
     "MERGE",
@@ -128,3 +130,37 @@ Merge them into one memory. Keep every name, number and date. Facts that can hol
 attributes (current job, home city, age) when the new information replaces them. If unsure, keep both. \
 Max 2 sentences.
 Answer with the merged memory only."""
+
+# --------------------------------------------------------------------------
+# LightGMEM entity layer (ALGORITHMS §4; seed appendix E.1–E.2, paraphrased).
+
+#: E.1: is a new mention the same real-world entity as an existing one?
+ENTITY_DISAMBIGUATION = """You decide whether a name found in a conversation refers to an entity \
+already known, or to a new one.
+
+Message ({date}):
+\"\"\"{text}\"\"\"
+
+New mention: {{"name": "{name}", "type": "{type}", "other_names_in_message": {cooccurring}}}
+
+Known candidates:
+{candidates}
+
+Treat the mention as the same entity only when it denotes the same real-world person, place, thing or \
+concept; related but distinct things, or different things with similar names, are not the same.
+Answer with one JSON object only: {{"duplicate_id": <the candidate_id of the same entity, or -1>, \
+"name": "<the most complete name for it>"}}. Use only a candidate_id from the list."""
+
+#: E.2: update an entity's profile from new evidence (deferred, in batches of B episodes).
+ENTITY_PROFILE = """You maintain a short profile of one {type} mentioned in a person's conversations.
+
+Entity: {name}
+Current profile: {profile}
+
+New messages that mention it, with their dates:
+{messages}
+
+Rewrite the profile in at most three sentences, keeping what the current profile says unless the new \
+messages clearly change it, and adding only what the messages support. Do not guess, and do not give \
+this entity facts that belong to another person or thing in the messages.
+Answer with one JSON object only: {{"description": "<the profile>"}}."""

@@ -22,6 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from .entities.index import EntityIndex
+from .entities.store import apply_entities
+from .entities.store import prune as prune_entities
+from .entities.write import plan_entities
 from .errors import InvalidInputError
 from .ingest import embed_texts, knn_edges, prepare, turn_vectors
 from .pyramid.retrieve import ensure_keywords, plan_add
@@ -63,6 +67,7 @@ class PreparedAdd:
     prep: Any = None
     n_embedded: int = 0
     kw_plan: Any = None
+    ent_plan: Any = None  # the entity layer's plan (None while Config.entities is off)
     d_plan: Any = None
     t_seg: float = 0.0
     t_emb: float = 0.0
@@ -86,6 +91,7 @@ class AppliedAdd:
     d_applied: Any
     edges: int
     t_graph: float
+    ent_applied: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -169,9 +175,30 @@ def plan_prepared(
         mem.llm,
         int(mem.embedder.dim),
     )
+    if mem.config.entities.enabled:  # opt-in: off, an add does no entity work at all
+        p.ent_plan = _plan_entities(mem, sid_known, prep, exclude_rows)
+        p.kw_plan.usage.merge(p.ent_plan.usage)  # counted with the rest of the add's LLM calls
     p.d_plan = mem._derived.plan(sid_known, p.thread, prep, exclude_rows)  # LLM calls and gate routing
     p.t_emb = time.perf_counter()
     return p
+
+
+def _plan_entities(mem: Any, sid_known: int | None, prep: Any, exclude_rows: frozenset[int]) -> Any:
+    """The entity layer's plan for an add (LightGMEM, :mod:`sgmem.entities`)."""
+    with mem._lock:
+        snap = mem._entities.get(mem._store, sid_known) if sid_known else EntityIndex(0, -1)
+    if exclude_rows:  # a replace: resolve and profile against what its delete leaves
+        snap = snap.without_messages(exclude_rows)
+    cfg = mem.config.entities
+    return plan_entities(
+        snap,
+        prep.messages,
+        prep.sentences,
+        mem._types,
+        cfg,
+        mem.llm if cfg.llm else None,
+        mem._stored_texts,
+    )
 
 
 def apply_add(mem: Any, conn: Any, p: PreparedAdd, scope_id: int) -> AppliedAdd:
@@ -203,6 +230,10 @@ def apply_add(mem: Any, conn: Any, p: PreparedAdd, scope_id: int) -> AppliedAdd:
     sedges = [(sent_ids[i], sent_ids[-t - 1] if t < 0 else idx.sent_ids[t], w) for i, t, w in pairs]
     n_edges = store.insert_sentence_edges(scope_id, sedges) + store.insert_turn_edges(scope_id, turn_edges)
     kw_applied = apply_plan(conn, scope_id, msg_ids, p.kw_plan)
+    e = p.ent_plan
+    ent_applied = (
+        apply_entities(conn, scope_id, e.new_entities, e.mentions, msg_ids, e.profiles) if e is not None else None
+    )
     d_applied = mem._derived.apply(conn, scope_id, p.thread, prep, msg_ids, p.d_plan, p.kw_plan)
     gen_after = store.bump_generation(scope_id)
     return AppliedAdd(
@@ -220,6 +251,7 @@ def apply_add(mem: Any, conn: Any, p: PreparedAdd, scope_id: int) -> AppliedAdd:
         d_applied,
         n_edges,
         t_graph,
+        ent_applied,
     )
 
 
@@ -238,6 +270,7 @@ def finish_add(mem: Any, p: PreparedAdd, a: AppliedAdd | None, replaced: DeleteR
     """After the commit (under ``mem._lock``): caches follow what was stored; the :class:`AddResult`."""
     if a is not None:
         mem._derived.committed(a.scope_id, a.d_applied)
+        mem._entities.committed(a.scope_id, a.gen_before, a.gen_after, a.ent_applied)
         # committed: extend the cache in place (or drop it if someone else wrote meanwhile)
         if a.gen_after == a.gen_before + 1:
             extend_index(
@@ -265,6 +298,8 @@ def finish_add(mem: Any, p: PreparedAdd, a: AppliedAdd | None, replaced: DeleteR
         messages=len(a.msg_ids) if a is not None else 0,
         sentences=len(a.sent_ids) if a is not None else 0,
         edges=a.edges if a is not None else 0,
+        # not the entity layer's word vectors: they come from a per-Memory cache shared by all scopes, so
+        # counting them would let one scope observe another's words (tests/reliability/test_isolation.py)
         embedded=p.n_embedded + (d_plan.embedded if d_plan is not None else 0),
         timings_ms={
             "segment": (p.t_seg - p.t0) * 1e3,
@@ -305,6 +340,7 @@ def replace_messages(
             tidy_scope(mem._store, scope_id, bool(counts["messages"]))
         if counts["messages"] and applied is None:
             mem._indexes.pop(scope_id, None)
+            mem._entities.drop(scope_id)
         scrubbed = mem._scrub() if counts["messages"] or mem._unscrubbed else True
         return finish_add(mem, p, applied, DeleteReceipt(**counts, scrubbed=scrubbed))
 
@@ -412,6 +448,7 @@ def tidy_scope(store: SQLiteStore, scope_id: int, deleted: bool) -> None:
     """End a delete: prune unused keywords; an emptied scope goes entirely (its name and any row left)."""
     if deleted:
         prune(store.conn, scope_id)  # keyword postings went with the messages (cascade)
+        prune_entities(store.conn, scope_id)  # so did entity mentions: entities left without any go
     if not store.has_messages(scope_id):
         store.purge_scope(scope_id)
 

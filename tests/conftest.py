@@ -60,7 +60,11 @@ def memory(embedder: sgmem.Embedder, backend: str, request: pytest.FixtureReques
     """A fresh in-memory store (or a fresh PostgreSQL schema for ``both_backends`` tests), without the
     relevance cutoff (see ``default_memory``)."""
     target = request.getfixturevalue("pg_url") if backend == "postgres" else None
-    with sgmem.Memory(target, embedder=embedder, config=NO_CUTOFF) as mem:
+    # a test parametrised over sgmem.MODES gets the (opt-in) entity layer for mode="entity"
+    callspec = getattr(request.node, "callspec", None)
+    entity = callspec is not None and callspec.params.get("mode") == "entity"
+    config = NO_CUTOFF.with_(entities=sgmem.EntityConfig(enabled=True)) if entity else NO_CUTOFF
+    with sgmem.Memory(target, embedder=embedder, config=config) as mem:
         yield mem
 
 

@@ -81,6 +81,13 @@ class PyramidConfig:
             0.6); ``None`` (default) turns it off. When either cosine is set (or
             an LLM matches keywords), each add embeds its new keywords, in one
             batch; entries stored without a vector are never cosine-matched.
+        group_cosine: keyword grouping as published (§3.2 step 2, ALGORITHMS §3.7
+            revised): a memory keeps all its keywords and is also filed under
+            existing vocabulary keywords one of them can be grouped under
+            (a broader category: "Chicago" under "city"). [D] Without an LLM,
+            "can be grouped under" is keyword-embedding cosine ≥ this; ``None``
+            turns grouping off (each add then embeds no keyword).
+        group_max: at most this many vocabulary keywords a memory is filed under.
         critical: c, critical memories kept per round without an LLM: the top-c
             of ``C ∪ N_r`` (§3.7 says 10; [D] 20, measured better).
         level_weight: [D] without an LLM, critical memories are ranked by
@@ -129,6 +136,8 @@ class PyramidConfig:
     stem_match: bool = True
     match_cosine: float | None = None
     query_cosine: float | None = None
+    group_cosine: float | None = None
+    group_max: int = 3
     critical: int = 20
     level_weight: float = 0.2
     sufficient_cosine: float = 0.6
@@ -162,7 +171,20 @@ class PyramidConfig:
             self.query_keywords,
             "an int in 1..12 (the pyramid has 2**n - 1 nodes at most)",
         )
-        for name in ("keywords_per_turn", "critical", "sufficient_min", "max_new_per_round", "llm_candidates"):
+        _check(
+            self.group_cosine is None or (_is_number(self.group_cosine) and 0.0 < self.group_cosine <= 1.0),
+            "group_cosine",
+            self.group_cosine,
+            "a cosine in (0, 1] or None (no grouping)",
+        )
+        for name in (
+            "keywords_per_turn",
+            "group_max",
+            "critical",
+            "sufficient_min",
+            "max_new_per_round",
+            "llm_candidates",
+        ):
             v = getattr(self, name)
             _check(_is_int(v) and v >= 1, name, v, "an int >= 1")
         _check(self.unit in ("level", "node"), "unit", self.unit, "'level' or 'node'")

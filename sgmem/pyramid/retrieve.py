@@ -33,12 +33,14 @@ class WordVectors:
         self.capacity = capacity
         self.batch_size = batch_size
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.sent = 0  # texts sent to the embedder so far (an add reports its share in AddResult.embedded)
 
     def __call__(self, words: list[str]) -> np.ndarray:
         todo = [w for w in dict.fromkeys(words) if w not in self._cache]
         for i in range(0, len(todo), self.batch_size):
             batch = todo[i : i + self.batch_size]
             vecs = check_embeddings(self.embedder, batch, self.embedder.embed(batch))
+            self.sent += len(batch)
             for w, v in zip(batch, vecs, strict=False):
                 self._cache[w] = np.asarray(v, dtype=np.float32)
         out = np.zeros((len(words), int(self.embedder.dim)), dtype=np.float32)

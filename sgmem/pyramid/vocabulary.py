@@ -286,6 +286,7 @@ def plan_keywords(
             if k not in snapshot.lookup and k not in new_keys:
                 new_keys.append(k)
     plan = KeywordPlan(per_message, usage=usage)
+    _group_under(per_message, snapshot, cfg, embed)
     if not new_keys:
         return plan
     merged: dict[str, str | None] = {k: None for k in new_keys}
@@ -300,7 +301,9 @@ def plan_keywords(
                 first = first_of_stem.setdefault(stem_key(k), k)
                 merged[k] = first if first != k else None
     llm_match = llm is not None and len(snapshot) > 0
-    want_vecs = embed is not None and (cfg.match_cosine is not None or cfg.query_cosine is not None or llm_match)
+    want_vecs = embed is not None and (
+        cfg.match_cosine is not None or cfg.query_cosine is not None or cfg.group_cosine is not None or llm_match
+    )
     fresh = [k for k in new_keys if merged[k] is None]
     vecs = embed(fresh) if want_vecs and fresh and embed is not None else None
     vec_of = {k: vecs[i] for i, k in enumerate(fresh)} if vecs is not None else {}
@@ -328,6 +331,39 @@ def plan_keywords(
                 firsts.append(k)
     plan.new = {k: (vec_of.get(k), merged[k]) for k in new_keys}
     return plan
+
+
+def _group_under(
+    per_message: list[list[str]],
+    snapshot: KeywordIndex,
+    cfg: PyramidConfig,
+    embed: Callable[[list[str]], np.ndarray] | None,
+) -> None:
+    """File each memory also under existing vocabulary keywords its keywords can be grouped under (§3.2 step 2).
+
+    The memory keeps every keyword of its own; the entries appended are taken
+    only from the vocabulary as it was before this add ("Chicago" under an
+    existing "city"). [D] Without an LLM, "can be grouped under" is a keyword
+    embedding cosine ≥ ``group_cosine`` (at most ``group_max`` entries per memory,
+    closest first).
+    """
+    if cfg.group_cosine is None or embed is None:
+        return
+    mat = snapshot.matrix()
+    keys = list(dict.fromkeys(k for kws in per_message for k in kws))
+    if not len(mat) or not keys:
+        return
+    sims = embed(keys) @ mat.T
+    row = {k: i for i, k in enumerate(keys)}
+    for kws in per_message:
+        own = set(kws)
+        best: dict[str, float] = {}
+        for k in own:
+            for j in np.flatnonzero(sims[row[k]] >= cfg.group_cosine):
+                w = snapshot.words[snapshot.entry_local[int(j)]]
+                if w not in own and float(sims[row[k], j]) > best.get(w, -1.0):
+                    best[w] = float(sims[row[k], j])
+        kws.extend(sorted(best, key=lambda w: -best[w])[: cfg.group_max])
 
 
 def _cosine_match(

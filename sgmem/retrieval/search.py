@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Config
+from ..entities import retrieve as entity_retrieval
 from ..pyramid import retrieve as pyramid
 from ..text.dates import query_windows
 from ..text.lexical import analyze
@@ -161,6 +162,7 @@ class Retriever:
         allowed: np.ndarray | None,
         texts: Callable[[list[int]], list[str]],
         tools: pyramid.PyramidTools | None = None,
+        entities: entity_retrieval.EntityTools | None = None,
     ) -> list[Ranked]:
         """Rank the scope for ``query`` (embedded as ``q``) in ``mode``.
 
@@ -171,9 +173,20 @@ class Retriever:
             tools: word embeddings and LLM for the pyramid (mode ``pyramid``
                 and the hybrid's pyramid channel); ``idx.keywords`` must be
                 loaded for either (see :func:`sgmem.pyramid.retrieve.ensure_keywords`).
+            entities: the scope's entity index and typer (mode ``entity`` and
+                the hybrid's entity channel; see :mod:`sgmem.entities`).
         """
         if idx.n_turns == 0:
             return []
+        if mode == "entity":
+            return self._entity(idx, q, query, k, allowed, entities)
+        if mode == "sgrm":
+            from .sgrm import sgrm_search
+
+            return [
+                Ranked(kind, rows, score, why)
+                for kind, rows, score, why in sgrm_search(idx, q, k, allowed, self.config.sgrm)
+            ]
         if mode == "pyramid":
             return self._pyramid(idx, q, query, k, allowed, texts, tools)
         if mode == "vector":
@@ -182,7 +195,62 @@ class Retriever:
             return self._graph(idx, q, k, allowed)
         if mode == "bm25":
             return self._bm25_mode(idx, query, k, allowed, texts)
-        return self._hybrid(idx, q, query, k, allowed, tools, texts)
+        return self._hybrid(idx, q, query, k, allowed, tools, texts, entities)
+
+    def needs_entities(self, mode: str) -> bool:
+        """Whether ``mode`` reads the entity layer (never while it is off: no entity work then)."""
+        if not self.config.entities.enabled:
+            return False
+        return mode == "entity" or (mode == "hybrid" and self.config.hybrid.w_entity > 0)
+
+    def _entity(
+        self,
+        idx: ScopeIndex,
+        q: np.ndarray,
+        query: str,
+        k: int,
+        allowed: np.ndarray | None,
+        entities: entity_retrieval.EntityTools | None,
+    ) -> list[Ranked]:
+        # LightGMEM eq. 15: λ_sem·s_sem + λ_lex·s_lex + λ_graph·s_graph over anchored candidates
+        ec = self.config.entities
+        cos = self.sentence_cosines(idx, q)
+        s_sem, best_row = self.per_turn_sentence_scores(idx, cos, 0.0)
+        s_sem = np.where(np.isfinite(s_sem), s_sem, 0.0)
+        terms = analyze(query)
+        s_lex, _ = self.lexical_scores(idx, terms, self.config.hybrid.neighbour_weight)
+        s_graph = np.zeros(idx.n_turns)
+        why_of: dict[int, dict[str, Any]] = {}
+        cand = np.zeros(idx.n_turns, dtype=bool)
+        eq = None
+        if entities is not None:
+            eq = entity_retrieval.read_query(entities, query)
+            s_graph, why_of, cand = entity_retrieval.graph_scores(entities, idx, eq)
+        cand[_top(s_sem, ec.candidates)] = True
+        total = np.where(cand, ec.w_sem * s_sem + ec.w_lex * s_lex + ec.w_graph * s_graph, -np.inf)
+        if allowed is not None:
+            total[~allowed] = -np.inf
+        qset = set(terms)
+        out = []
+        for r in _top(total, k):
+            r = int(r)
+            srow = int(best_row[r])
+            why: dict[str, Any] = {
+                "mode": "entity",
+                "scores": {
+                    "semantic": round(float(s_sem[r]), 4),
+                    "lexical": round(float(s_lex[r]), 4),
+                    "graph": round(float(s_graph[r]), 4),
+                },
+                "sentence": idx.sent_text[srow] if srow >= 0 else None,
+                "matched": sorted(qset & idx.terms[r]),
+                "query_entities": list(eq.anchors.values()) if eq else [],
+                "query_types": {t: w for t, (w, _) in eq.categories.items()} if eq else {},
+            }
+            if r in why_of:
+                why["entity"] = why_of[r]
+            out.append(Ranked("turn", [r], float(total[r]), why))
+        return out
 
     def needs_keywords(self, mode: str) -> bool:
         """Whether ``mode`` reads the pyramid's keyword index."""
@@ -301,6 +369,7 @@ class Retriever:
         allowed: np.ndarray | None,
         tools: pyramid.PyramidTools | None = None,
         texts: Callable[[list[int]], list[str]] | None = None,
+        entities: entity_retrieval.EntityTools | None = None,
     ) -> list[Ranked]:
         h = self.config.hybrid
         cos = self._dense(idx, q)
@@ -337,11 +406,18 @@ class Retriever:
                 use_llm=self.config.pyramid.llm_in_hybrid,
             )
             s_pyr = pyramid.channel(pyr_out, idx.n_turns, self.config.pyramid)
+        # entity channel: turns mentioning an entity of a type the query names (LightGMEM, sgmem.entities)
+        s_ent = np.zeros(idx.n_turns)
+        ent_why: dict[int, dict[str, Any]] = {}
+        if h.w_entity > 0 and entities is not None:
+            s_ent, ent_why, _ = entity_retrieval.type_channel(
+                entities, idx, entity_retrieval.read_query(entities, query)
+            )
         prior = h.length_prior * np.log1p(idx.array("tokens").astype(np.float64)) / math.log1p(64)
         dense = h.w_sentence * s_sent + h.w_turn * s_turn
         if h.neighbour_dense:
             dense = dense + h.neighbour_dense * _neighbour_max(s_sent, prev, nxt, 0.0)
-        total = dense + h.w_lexical * s_lex + h.w_graph * s_graph + h.w_pyramid * s_pyr + prior
+        total = dense + h.w_lexical * s_lex + h.w_graph * s_graph + h.w_pyramid * s_pyr + h.w_entity * s_ent + prior
         date_bonus = np.zeros(idx.n_turns)
         windows = query_windows(query, h.date_slack_days) if (h.date_day_bonus or h.date_month_bonus) else []
         if windows:
@@ -370,6 +446,7 @@ class Retriever:
                     "lexical": round(float(s_lex[r]), 4),
                     "graph": round(float(s_graph[r]), 4),
                     "pyramid": round(float(s_pyr[r]), 4),
+                    "entity": round(float(s_ent[r]), 4),
                     "length_prior": round(float(prior[r]), 4),
                     "date": round(float(date_bonus[r]), 4),
                 },
@@ -379,6 +456,8 @@ class Retriever:
             if pyr_out is not None and r in pyr_out.seen:
                 f = pyr_out.seen[r]
                 why["pyramid"] = {"keywords": list(f.path), "level": f.level, "round": f.round}
+            if r in ent_why:
+                why["entity"] = ent_why[r]
             if r in hop_of:
                 hop, origin = hop_of[r]
                 why["graph"] = {"hop": hop, **({"via_seed": idx.sent_text[origin]} if hop else {})}

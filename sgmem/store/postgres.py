@@ -80,6 +80,7 @@ class PostgresStore(SQLiteStore):
                 "a PostgreSQL store needs psycopg 3: pip install 'sgmem[postgres]'"
             ) from exc
         self.dir = None
+        self.read_only = False  # a shared store is always opened for writing (SQLiteStore.read_only)
         self._busy_timeout_s = busy_timeout_s
         self._lock = threading.RLock()
         self._writing = False

@@ -7,7 +7,7 @@ by a newer sgmem and is refused.
 
 from __future__ import annotations
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
+__all__ = ["ENTITY_MIGRATION", "MIGRATIONS", "SCHEMA_VERSION"]
 
 _INITIAL = """
 CREATE TABLE meta (
@@ -222,11 +222,46 @@ CREATE TABLE llm_usage (
 ) WITHOUT ROWID;
 """
 
+# LightGMEM entity layer (ALGORITHMS §4; sgmem/entities/store.py): canonical
+# entities and their mentions per turn. Plain SQL that PostgreSQL accepts too:
+# ids are assigned by the writer inside its transaction (no AUTOINCREMENT), no
+# BLOB, no WITHOUT ROWID. Mentions go with their message; entities left without
+# mentions are pruned by the delete's transaction.
+ENTITY_MIGRATION = """
+CREATE TABLE entities (
+    id         INTEGER PRIMARY KEY,
+    scope_id   INTEGER NOT NULL REFERENCES scopes(id),
+    name       TEXT NOT NULL,
+    norm       TEXT NOT NULL,
+    type       TEXT NOT NULL,
+    type_score REAL NOT NULL,
+    profile    TEXT,
+    profiled   INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX entities_scope ON entities (scope_id, norm);
+
+CREATE TABLE entity_mentions (
+    entity_id  INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    scope_id   INTEGER NOT NULL,
+    surface    TEXT NOT NULL,
+    type       TEXT NOT NULL,
+    score      REAL NOT NULL,
+    start_char INTEGER NOT NULL,
+    end_char   INTEGER NOT NULL,
+    PRIMARY KEY (entity_id, message_id, start_char)
+);
+CREATE INDEX entity_mentions_message ON entity_mentions (message_id);
+CREATE INDEX entity_mentions_scope ON entity_mentions (scope_id, message_id);
+"""
+_ENTITIES = ENTITY_MIGRATION
+
 #: (name, SQL) pairs, applied in order.
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial", _INITIAL),
     ("0002_derived_memory", _DERIVED),
     ("0003_keywords", _KEYWORDS),
+    ("0004_entities", _ENTITIES),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -40,6 +40,9 @@ import sgmem.retrieval.index as index_module  # noqa: E402
 from sgmem.store.sqlite import SQLiteStore  # noqa: E402
 from tests.reliability.helpers import FastEmbedder  # noqa: E402
 
+# the entity layer is opt-in: on here, so a crash is checked against its tables too
+ENTITIES = sgmem.Config(entities=sgmem.EntityConfig(enabled=True))
+
 SCOPES = ("tenant-a", "tenant-b")
 REPLACE_SCOPE, REPLACE_THREAD = "tenant-r", "profile"
 REPLACE_SIZE = 3
@@ -53,7 +56,8 @@ def batch(b: int, size: int) -> list[dict[str, Any]]:
         {
             "id": f"b{b:06d}-m{j}",
             "role": "user" if j % 2 == 0 else "assistant",
-            "content": f"Batch tok{b}x message {j}. It mentions topic {b % 7} and item {j}. Done here!",
+            # "Lake Topic…" is an entity mention: the entity layer's rows are written by every add
+            "content": f"Batch tok{b}x message {j}. It mentions Lake Topic{b % 7} and item {j}. Done here!",
             "at": T0 + timedelta(minutes=b * size + j),
             "metadata": {"batch": b, "pos": j},
         }
@@ -123,7 +127,7 @@ def main() -> None:
     current = [first]
     _inject(fault, current)
     emb = FastEmbedder()
-    mem = sgmem.Memory(store, embedder=emb)
+    mem = sgmem.Memory(store, embedder=emb, config=ENTITIES)
     print("READY", flush=True)
     for b in range(first, first + n):
         current[0] = b
@@ -135,7 +139,7 @@ def main() -> None:
         print(f"ADDED {b}", flush=True)
         if reopen and (b - first + 1) % reopen == 0:
             mem.close()
-            mem = sgmem.Memory(store, embedder=emb)
+            mem = sgmem.Memory(store, embedder=emb, config=ENTITIES)
     mem.close()
     print("DONE", flush=True)
 

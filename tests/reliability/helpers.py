@@ -24,6 +24,11 @@ import sgmem
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
+#: The entity layer is opt-in; reliability tests that cover every mode (or the entity tables) switch it on.
+ENTITIES = sgmem.Config(entities=sgmem.EntityConfig(enabled=True))
+#: The modes a Memory without the entity layer answers (``mode="entity"`` needs it).
+DEFAULT_MODES = tuple(m for m in sgmem.MODES if m != "entity")
+
 
 class FastEmbedder:
     """Hashed bag-of-words embedder (64 dims by default)."""

@@ -18,7 +18,7 @@ import sgmem
 
 from . import strategies as s
 from .conftest import record_figure
-from .helpers import FastEmbedder, observable
+from .helpers import DEFAULT_MODES, FastEmbedder, observable
 
 lc_messages = pytest.importorskip("langchain_core.messages")
 pydantic = pytest.importorskip("pydantic")
@@ -54,7 +54,7 @@ def test_langchain_adapters_keep_scopes_apart(mem: sgmem.Memory) -> None:
     alice.add_messages([H("My cat is called Miso."), A("Miso is a sweet name.")])
     bob.add_messages([H("My bank PIN is bobsecret4471."), A("Please never share your PIN.")])
     assert [m.content for m in alice.messages] == ["My cat is called Miso.", "Miso is a sweet name."]
-    for mode in sgmem.MODES:
+    for mode in DEFAULT_MODES:
         docs = langchain_sgmem.SGMemRetriever(memory=mem, scope="alice", k=10, mode=mode).invoke(
             "bank PIN bobsecret4471"
         )
@@ -91,7 +91,7 @@ def test_llama_index_adapters_keep_scopes_apart(mem: sgmem.Memory) -> None:
     b.add_message("chat", Msg(role="user", content="My PIN is bobsecret4471."))
     assert [m.content for m in a.get_messages("chat")] == ["My cat is called Miso."]
     assert a.get_keys() == ["chat"] and b.get_keys() == ["chat"]
-    for mode in sgmem.MODES:
+    for mode in DEFAULT_MODES:
         nodes = llama_index_sgmem.SGMemRetriever(memory=mem, scope="alice", k=10, mode=mode).retrieve(
             "PIN bobsecret4471"
         )
@@ -110,7 +110,7 @@ def test_clearing_an_adapter_history_removes_it_from_search(mem: sgmem.Memory) -
     hist.add_messages([H("The vault code is quartzfalcon88.")])
     keep.add_messages([H("I like climbing on weekends.")])
     hist.clear()
-    for mode in sgmem.MODES:
+    for mode in DEFAULT_MODES:
         docs = langchain_sgmem.SGMemRetriever(memory=mem, scope="alice", k=10, mode=mode).invoke(
             "The vault code is quartzfalcon88."
         )
@@ -119,7 +119,7 @@ def test_clearing_an_adapter_history_removes_it_from_search(mem: sgmem.Memory) -
     store.add_message("tmp", li_llms.ChatMessage(role="user", content="Temporary secret emberlynx12."))
     store.delete_message("tmp", 0)
     assert all(
-        "emberlynx12" not in h.text for m in sgmem.MODES for h in mem.search("emberlynx12", scope="alice", mode=m)
+        "emberlynx12" not in h.text for m in DEFAULT_MODES for h in mem.search("emberlynx12", scope="alice", mode=m)
     )
     assert _texts(mem, "alice") == ["I like climbing on weekends."]
 

@@ -23,7 +23,7 @@ import pytest
 import sgmem
 
 from .conftest import record_figure
-from .helpers import FastEmbedder, db_path, observable
+from .helpers import ENTITIES, FastEmbedder, db_path, observable
 from .workers import MSGS_PER_ADD, SCOPE, add_messages, reader, writer
 
 
@@ -53,7 +53,7 @@ def test_threads_sharing_one_memory_lose_and_duplicate_nothing(tmp_path: Path) -
     stop = threading.Event()
     seen_partial: list[Any] = []
     reads = [0]
-    with sgmem.Memory(tmp_path / "store", embedder=FastEmbedder()) as mem:
+    with sgmem.Memory(tmp_path / "store", embedder=FastEmbedder(), config=ENTITIES) as mem:
 
         def write(w: int) -> Any:
             def run() -> None:
@@ -110,7 +110,7 @@ def test_threads_sharing_one_memory_lose_and_duplicate_nothing(tmp_path: Path) -
 def test_processes_sharing_one_store_lose_and_duplicate_nothing(tmp_path: Path) -> None:
     n_writers, n_adds = 4, 30
     store = tmp_path / "store"
-    with sgmem.Memory(store, embedder=FastEmbedder()):
+    with sgmem.Memory(store, embedder=FastEmbedder(), config=ENTITIES):
         pass  # create the store once, so the writers race on data, not on the schema
     stop_file = tmp_path / "stop"
     ctx = multiprocessing.get_context("spawn")
@@ -127,7 +127,7 @@ def test_processes_sharing_one_store_lose_and_duplicate_nothing(tmp_path: Path) 
     assert read_out["errors"] == [] and read_out["violations"] == [], read_out
     assert read_out["reads"] > 0
     returned = [i for r in results for i in r["returned"]]
-    with sgmem.Memory(store, embedder=FastEmbedder()) as mem:
+    with sgmem.Memory(store, embedder=FastEmbedder(), config=ENTITIES) as mem:
         ids = [m.id for m in mem.messages(scope=SCOPE)]
         assert len(ids) == len(set(ids)) == n_writers * n_adds * MSGS_PER_ADD
         assert set(ids) == set(returned)
@@ -146,7 +146,7 @@ def test_another_memory_on_the_same_path_sees_writes_and_deletes(tmp_path: Path)
     """Each Memory caches its index; another writer's changes must still show (generation check)."""
     emb = FastEmbedder()
     store = tmp_path / "store"
-    with sgmem.Memory(store, embedder=emb) as a, sgmem.Memory(store, embedder=emb) as b:
+    with sgmem.Memory(store, embedder=emb, config=ENTITIES) as a, sgmem.Memory(store, embedder=emb, config=ENTITIES) as b:
         a.add(add_messages(0, 0), scope=SCOPE, thread="t")
         for mode in sgmem.MODES:
             assert a.search("w0a0x", scope=SCOPE, k=3, mode=mode)  # a's index is now cached
@@ -171,7 +171,7 @@ def test_another_memory_on_the_same_path_sees_writes_and_deletes(tmp_path: Path)
 def held_lock(tmp_path: Path) -> Any:
     """A store with one message, and a function that takes its write lock from another connection."""
     store = tmp_path / "store"
-    with sgmem.Memory(store, embedder=FastEmbedder()) as mem:
+    with sgmem.Memory(store, embedder=FastEmbedder(), config=ENTITIES) as mem:
         mem.add({"role": "user", "content": "before the lock", "id": "m0"}, scope="s", thread="t")
     conns: list[sqlite3.Connection] = []
 
@@ -228,7 +228,7 @@ def test_opening_a_store_someone_holds_exclusively_gives_store_busy_error(held_l
 # ------------------------------------------------------------------------ races
 def test_close_racing_with_calls_raises_only_sgmem_errors(tmp_path: Path) -> None:
     for attempt in range(5):
-        mem = sgmem.Memory(tmp_path / f"store-{attempt}", embedder=FastEmbedder())
+        mem = sgmem.Memory(tmp_path / f"store-{attempt}", embedder=FastEmbedder(), config=ENTITIES)
         mem.add(add_messages(0, 0), scope=SCOPE, thread="t")
         unexpected: list[BaseException] = []
         go = threading.Event()
@@ -265,13 +265,13 @@ def test_close_racing_with_calls_raises_only_sgmem_errors(tmp_path: Path) -> Non
             t.join(30)
         assert unexpected == [], "".join(traceback.format_exception(unexpected[0]))
         # what was committed before the close is intact
-        with sgmem.Memory(tmp_path / f"store-{attempt}", embedder=FastEmbedder()) as again:
+        with sgmem.Memory(tmp_path / f"store-{attempt}", embedder=FastEmbedder(), config=ENTITIES) as again:
             ids = [m.id for m in again.messages(scope=SCOPE)]
             assert len(ids) == len(set(ids)) and len(ids) % MSGS_PER_ADD == 0
 
 
 def test_deleting_while_other_threads_search_and_add(tmp_path: Path) -> None:
-    with sgmem.Memory(tmp_path / "store", embedder=FastEmbedder()) as mem:
+    with sgmem.Memory(tmp_path / "store", embedder=FastEmbedder(), config=ENTITIES) as mem:
         for i in range(20):
             mem.add(add_messages(0, i), scope=SCOPE, thread=f"t{i % 4}")
         mem.add(add_messages(9, 0), scope="other", thread="t")
@@ -313,7 +313,7 @@ def test_deleting_while_other_threads_search_and_add(tmp_path: Path) -> None:
 
 
 async def test_async_twins_interleave_safely(tmp_path: Path) -> None:
-    with sgmem.Memory(tmp_path / "store", embedder=FastEmbedder()) as mem:
+    with sgmem.Memory(tmp_path / "store", embedder=FastEmbedder(), config=ENTITIES) as mem:
         adds = [mem.aadd(add_messages(w, 0), scope=SCOPE, thread=f"t{w}") for w in range(12)]
         searches = [mem.asearch("shared words", scope=SCOPE, k=3) for _ in range(12)]
         out = await asyncio.gather(*adds, *searches)

@@ -124,6 +124,29 @@ def _check_sqlite(store: Path) -> None:
             ).fetchone()[0]
             == 0
         )
+        # the entity layer (on in crash_writer's adds, whose messages all name an entity) commits with its
+        # add: every message has its mention, no mention or entity is orphaned
+        if q("SELECT COUNT(*) FROM entity_mentions").fetchone()[0]:
+            assert (
+                q(
+                    "SELECT COUNT(*) FROM messages m WHERE NOT EXISTS "
+                    "(SELECT 1 FROM entity_mentions x WHERE x.message_id = m.id)"
+                ).fetchone()[0]
+                == 0
+            )
+        assert (
+            q(
+                "SELECT COUNT(*) FROM entity_mentions x WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = x.message_id)"
+                " OR NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = x.entity_id)"
+            ).fetchone()[0]
+            == 0
+        )
+        assert (
+            q(
+                "SELECT COUNT(*) FROM entities e WHERE NOT EXISTS (SELECT 1 FROM entity_mentions x WHERE x.entity_id = e.id)"
+            ).fetchone()[0]
+            == 0
+        )
     finally:
         conn.close()
 

@@ -16,7 +16,7 @@ import pytest
 
 import sgmem
 
-from .helpers import FastEmbedder, db_path, observable, raw_tables, table_columns
+from .helpers import ENTITIES, FastEmbedder, db_path, observable, raw_tables, table_columns
 
 A, B = "tenant-α-7731", "tenant-β-4410"
 T = datetime(2024, 5, 1, 12, tzinfo=timezone.utc)
@@ -34,7 +34,9 @@ def msgs(scope: str, thread: str, n: int = 4) -> list[dict[str, Any]]:
             "id": f"{thread}-{i}",
             "role": "user" if i % 2 == 0 else "assistant",
             "name": "Sam" if i % 2 == 0 else None,
-            "content": f"Remember {secret(scope, thread, i)} please. It is about the garden and the {thread} trip. Thanks!",
+            # the capitalised secret is also an entity (entity layer): it must go with its message
+            "content": f"Remember {secret(scope, thread, i)} please. It is about the garden of "
+            f"{secret(scope, thread, i).capitalize()} and the {thread} trip. Thanks!",
             "metadata": {"k": secret(scope, thread, i)},
         }
         for i in range(n)
@@ -136,7 +138,7 @@ def hits_for(mem: sgmem.Memory, scope: str, query: str) -> set[str]:
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
     path = tmp_path / "store"
-    with sgmem.Memory(path, embedder=FastEmbedder()) as mem:
+    with sgmem.Memory(path, embedder=FastEmbedder(), config=ENTITIES) as mem:
         fill(mem)
     return path
 
@@ -150,7 +152,7 @@ def test_delete_by_message_ids_removes_them_and_all_derived_data(store: Path) ->
     sid_a, sid_b = scope_row_id(store, A), scope_row_id(store, B)
     gone_rows = message_row_ids(store, sid_a, "ext_id IN ('t1-1', 't2-2')")
     b_before = scope_rows(store, sid_b)
-    with sgmem.Memory(store, embedder=FastEmbedder()) as mem:
+    with sgmem.Memory(store, embedder=FastEmbedder(), config=ENTITIES) as mem:
         b_snap = (tuple(mem.threads(scope=B)), tuple(mem.messages(scope=B)))
         before = mem.stats(A).scopes[0]
         receipt = mem.delete(scope=A, message_ids=["t1-1", "t2-2", "no-such-id"])
@@ -171,11 +173,28 @@ def test_delete_by_message_ids_removes_them_and_all_derived_data(store: Path) ->
     assert traces(store, scope_id=None, message_ids=gone_rows, needles=[secret(A, "t1", 1), secret(A, "t2", 2)]) == []
 
 
+def test_entities_of_deleted_messages_go_with_them(store: Path) -> None:
+    def entity_norms() -> set[str]:
+        conn = sqlite3.connect(db_path(store))
+        try:
+            return {r[0] for r in conn.execute("SELECT norm FROM entities")}
+        finally:
+            conn.close()
+
+    assert secret(A, "t1", 1) in entity_norms() and secret(B, "t1", 1) in entity_norms()
+    with sgmem.Memory(store, embedder=FastEmbedder(), config=ENTITIES) as mem:
+        mem.delete(scope=A, message_ids=["t1-1"])
+        hits = mem.search(secret(A, "t1", 1).capitalize(), scope=A, k=20, mode="entity")
+        assert "t1-1" not in {i for h in hits for i in h.message_ids}
+    norms = entity_norms()
+    assert secret(A, "t1", 1) not in norms and secret(A, "t1", 2) in norms and secret(B, "t1", 1) in norms
+
+
 def test_delete_by_thread_removes_only_that_thread_of_that_scope(store: Path) -> None:
     sid_a, sid_b = scope_row_id(store, A), scope_row_id(store, B)
     gone_rows = message_row_ids(store, sid_a, "thread = 't2'")
     b_before = scope_rows(store, sid_b)
-    with sgmem.Memory(store, embedder=FastEmbedder()) as mem:
+    with sgmem.Memory(store, embedder=FastEmbedder(), config=ENTITIES) as mem:
         b_snap = (tuple(mem.threads(scope=B)), tuple(mem.messages(scope=B)))
         receipt = mem.delete(scope=A, thread="t2")
         assert receipt.messages == 5 and receipt.threads == ("t2",)
@@ -193,7 +212,7 @@ def test_delete_a_whole_scope_leaves_no_trace_of_it_anywhere(store: Path) -> Non
     sid_a, sid_b = scope_row_id(store, A), scope_row_id(store, B)
     gone_rows = message_row_ids(store, sid_a)
     b_before = scope_rows(store, sid_b)
-    with sgmem.Memory(store, embedder=FastEmbedder()) as mem:
+    with sgmem.Memory(store, embedder=FastEmbedder(), config=ENTITIES) as mem:
         for mode in sgmem.MODES:
             mem.search("garden", scope=A, mode=mode)  # build (and later save) every cache for A
         b_snap = (tuple(mem.threads(scope=B)), tuple(mem.messages(scope=B)))
@@ -211,7 +230,7 @@ def test_delete_a_whole_scope_leaves_no_trace_of_it_anywhere(store: Path) -> Non
 
 
 def test_the_deleted_scope_can_be_filled_again_without_old_data(store: Path) -> None:
-    with sgmem.Memory(store, embedder=FastEmbedder()) as mem:
+    with sgmem.Memory(store, embedder=FastEmbedder(), config=ENTITIES) as mem:
         mem.delete(scope=A)
         mem.add({"id": "t1-1", "role": "user", "content": "A fresh start about bicycles."}, scope=A, thread="t1")
         assert [m.content for m in mem.messages(scope=A)] == ["A fresh start about bicycles."]
@@ -222,7 +241,7 @@ def test_the_deleted_scope_can_be_filled_again_without_old_data(store: Path) -> 
 
 
 def test_ids_and_threads_of_another_scope_are_not_deleted(store: Path) -> None:
-    with sgmem.Memory(store, embedder=FastEmbedder()) as mem:
+    with sgmem.Memory(store, embedder=FastEmbedder(), config=ENTITIES) as mem:
         snap = observable(mem)
         assert mem.delete(scope="no-such-scope") == sgmem.DeleteReceipt()
         assert mem.delete(scope=A, thread="no-such-thread") == sgmem.DeleteReceipt()
@@ -238,7 +257,7 @@ def test_ids_and_threads_of_another_scope_are_not_deleted(store: Path) -> None:
 
 def test_deleted_text_is_not_left_in_the_database_file(store: Path) -> None:
     """After close, the bytes of the database hold no copy of deleted text (secure delete)."""
-    with sgmem.Memory(store, embedder=FastEmbedder()) as mem:
+    with sgmem.Memory(store, embedder=FastEmbedder(), config=ENTITIES) as mem:
         mem.delete(scope=A)
     leftovers = [p.name for p in store.iterdir() if p.is_file() and secret(A, "t1", 1).encode() in p.read_bytes()]
     assert leftovers == []
@@ -271,9 +290,9 @@ def derived_state(path: Path, scope: str) -> dict[str, list[tuple[Any, ...]]]:
 
 def _twin_states(tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     never, deleted = tmp_path / "never", tmp_path / "deleted"
-    with sgmem.Memory(never, embedder=FastEmbedder()) as mem:
+    with sgmem.Memory(never, embedder=FastEmbedder(), config=ENTITIES) as mem:
         mem.add(msgs(A, "t1"), scope=A, thread="t1", at=T)
-    with sgmem.Memory(deleted, embedder=FastEmbedder()) as mem:
+    with sgmem.Memory(deleted, embedder=FastEmbedder(), config=ENTITIES) as mem:
         mem.add(msgs(A, "t1"), scope=A, thread="t1", at=T)
         mem.add(msgs(A, "t2"), scope=A, thread="t2", at=T)
         mem.delete(scope=A, thread="t2")

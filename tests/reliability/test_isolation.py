@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import sgmem
 
 from .conftest import record_figure
-from .helpers import FastEmbedder
+from .helpers import ENTITIES, FastEmbedder
 
 T0 = datetime(2024, 2, 1, 9, tzinfo=timezone.utc)
 
@@ -78,7 +78,7 @@ def _fingerprint(mem: sgmem.Memory, scope: str) -> dict[str, Any]:
 @pytest.mark.parametrize("neighbour_first", [True, False], ids=["neighbour-first", "neighbour-after"])
 def test_a_scope_behaves_exactly_as_if_it_were_alone(neighbour_first: bool) -> None:
     emb = FastEmbedder()
-    with sgmem.Memory(embedder=emb) as alone, sgmem.Memory(embedder=emb) as shared:
+    with sgmem.Memory(embedder=emb, config=ENTITIES) as alone, sgmem.Memory(embedder=emb, config=ENTITIES) as shared:
         solo_results = _add(alone, "me", MINE, "chat")
         if neighbour_first:
             _add(shared, "them", THEIRS, "chat")
@@ -148,7 +148,7 @@ TRICKY = [
 
 
 def test_tricky_names_are_stored_verbatim_and_never_mix() -> None:
-    with sgmem.Memory(embedder=FastEmbedder()) as mem:
+    with sgmem.Memory(embedder=FastEmbedder(), config=ENTITIES) as mem:
         for i, name in enumerate(TRICKY):
             mem.add(
                 [
@@ -188,7 +188,7 @@ _examples = {"isolation: distinct scope names": 0}
 def test_any_two_distinct_scope_names_stay_apart(a: str, b: str) -> None:
     assume(a != b)
     _examples["isolation: distinct scope names"] += 1
-    with sgmem.Memory(embedder=FastEmbedder()) as mem:
+    with sgmem.Memory(embedder=FastEmbedder(), config=ENTITIES) as mem:
         mem.add({"role": "user", "content": "alpha apples in the orchard", "id": b}, scope=a, thread=b)
         mem.add({"role": "user", "content": "beta bananas in the market", "id": a}, scope=b, thread=a)
         assert sorted(mem.scopes()) == sorted([a, b])

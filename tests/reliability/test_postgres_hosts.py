@@ -21,7 +21,7 @@ import pytest
 import sgmem
 
 from .conftest import record_figure
-from .helpers import FastEmbedder
+from .helpers import DEFAULT_MODES, FastEmbedder
 from .workers import MSGS_PER_ADD, SCOPE, add_messages, reader, writer
 
 pytestmark = [pytest.mark.postgres, pytest.mark.integration]
@@ -45,7 +45,7 @@ def _ids(hits: list[sgmem.Hit]) -> set[str]:
 def test_another_hosts_write_is_found_and_its_delete_is_gone(pg_url: str) -> None:
     with sgmem.Memory(pg_url, embedder=FastEmbedder()) as here:
         here.add(add_messages(0, 0), scope=SCOPE, thread="here")
-        for mode in sgmem.MODES:  # this host's index (FAISS, graph, postings, keywords) is now cached
+        for mode in DEFAULT_MODES:  # this host's index (FAISS, graph, postings, keywords) is now cached
             assert here.search("w0a0x", scope=SCOPE, k=3, mode=mode)
         theirs = {m["id"] for m in add_messages(1, 0)}
         _other_host(pg_url, "add", 1, 0)
@@ -55,7 +55,7 @@ def test_another_hosts_write_is_found_and_its_delete_is_gone(pg_url: str) -> Non
         here.add(add_messages(0, 1), scope=SCOPE, thread="here")  # extends this host's cache: theirs stays
         assert len(here.search("Shared words", scope=SCOPE, k=50, mode="bm25")) == 3 * MSGS_PER_ADD
         _other_host(pg_url, "delete", 1, 0)
-        for mode in sgmem.MODES:
+        for mode in DEFAULT_MODES:
             got = _ids(here.search("w1a0x writer 1 add 0", scope=SCOPE, k=50, mode=mode))
             assert not got & theirs, f"{mode} served a message another host deleted"
         for kind in ("fact", "summary"):

@@ -14,6 +14,9 @@ SGMEM_ALL = [
     "MODES",
     "SGMEM_PAPER_LOCOMO",
     "SGMEM_PAPER_LONGMEMEVAL",
+    "SGRM_PAPER",
+    "SGRMConfig",
+    "EntityConfig",
     "AddResult",
     "Config",
     "ConfigError",
@@ -56,6 +59,26 @@ SUBPACKAGES = {
     ],
     "sgmem.store": ["DB_FILENAME", "SCHEMA_VERSION", "SQLiteStore"],
     "sgmem.retrieval": ["Ranked", "Retriever", "ScopeIndex"],
+    "sgmem.entities": [
+        "ENTITY_MIGRATION",
+        "ENTITY_TYPES",
+        "EntityCache",
+        "EntityConfig",
+        "EntityIndex",
+        "EntityPlan",
+        "EntityQuery",
+        "EntityTools",
+        "Mention",
+        "TypeModel",
+        "ego_split_communities",
+        "find_spans",
+        "graph_scores",
+        "norm_name",
+        "plan_entities",
+        "query_categories",
+        "read_query",
+        "type_channel",
+    ],
     "sgmem.pyramid": [
         "Found",
         "KeywordIndex",
@@ -131,5 +154,5 @@ def test_not_found_error_message_is_not_quoted_like_a_key_error() -> None:
     assert str(err) == "scope 'x' holds no memories"
 
 
-def test_modes_are_the_five_search_modes() -> None:
-    assert set(sgmem.MODES) == {"hybrid", "vector", "graph", "bm25", "pyramid"}
+def test_modes_are_the_seven_search_modes() -> None:
+    assert set(sgmem.MODES) == {"hybrid", "vector", "graph", "bm25", "pyramid", "entity", "sgrm"}

@@ -69,7 +69,7 @@ def rank_of(mem: sgmem.Memory, question: str, evidence: str, mode: str | None = 
 
 
 def hybrid(**weights: float) -> sgmem.Config:
-    base = sgmem.Config()
+    base = sgmem.Config(min_relevance=0.0)  # ranks are read down to 60: no relevance cutoff
     return base.with_(hybrid=dataclasses.replace(base.hybrid, **weights))  # type: ignore[arg-type]
 
 
@@ -120,7 +120,7 @@ CASES = [
 def test_channel_is_needed(
     store: Path, embedder: sgmem.Embedder, channel: str, off: dict[str, float], question: str, evidence: str, k: int
 ) -> None:
-    with sgmem.Memory(store, embedder=embedder) as mem:
+    with sgmem.Memory(store, embedder=embedder, config=hybrid()) as mem:
         with_channel = rank_of(mem, question, evidence)
     with sgmem.Memory(store, embedder=embedder, config=hybrid(**off)) as mem:
         without = rank_of(mem, question, evidence)
@@ -157,6 +157,6 @@ def test_pyramid_keyword_path_ranks_what_cosine_does_not(
     q = embedder.embed([question])[0]
     cosine_order = [turns[i][0] for i in np.argsort(-(vecs @ q), kind="stable")]
     assert evidence not in cosine_order[:k]  # plain cosine over whole turns misses it
-    with sgmem.Memory(store, embedder=embedder) as mem:
+    with sgmem.Memory(store, embedder=embedder, config=hybrid()) as mem:
         assert rank_of(mem, question, evidence, mode="vector") > k  # and so does the best sentence
         assert rank_of(mem, question, evidence, mode="pyramid") <= k

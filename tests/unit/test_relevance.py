@@ -11,7 +11,7 @@ import sgmem
 from sgmem.config import MODES
 from sgmem.eval.relevance import RelevanceSweep, choose, render_relevance, unrelated_questions
 
-from .helpers import CAT_IDS
+from .helpers import CAT_IDS, add_sample
 
 UNRELATED = [
     "How do I bleed the air out of hydraulic brake lines?",
@@ -48,22 +48,26 @@ def test_min_score_zero_restores_filling_the_budget(sample_default: sgmem.Memory
         assert [h.message_ids for h in off.search(query, scope="alice", k=5)] == [h.message_ids for h in hits]
 
 
-def test_relevance_is_in_unit_range_and_the_same_for_a_turn_in_every_mode(sample_default: sgmem.Memory) -> None:
-    per_mode = {}
-    for mode in MODES:
-        hits = sample_default.search("Where does Miso sleep?", scope="alice", k=8, mode=mode, min_score=0)
-        assert hits, mode
-        for h in hits:
-            assert 0.0 <= h.relevance <= 1.0
-        per_mode[mode] = {h.message_ids: h.relevance for h in hits if len(h.message_ids) == 1}
-    hybrid = per_mode["hybrid"]
-    for mode, rel in per_mode.items():
-        for ids, value in rel.items():
-            if ids in hybrid:
-                assert math.isclose(value, hybrid[ids], abs_tol=1e-6), (mode, ids)
-    # the ranking score is not a relevance: hybrid's sum exceeds 1 for a good match
-    top = sample_default.search(RELATED, scope="alice", k=1)[0]
-    assert top.score > 1.0 >= top.relevance
+def test_relevance_is_in_unit_range_and_the_same_for_a_turn_in_every_mode(embedder: sgmem.Embedder) -> None:
+    # default configuration (relevance cutoff on) with the opt-in entity layer, so that every mode runs
+    config = sgmem.Config(entities=sgmem.EntityConfig(enabled=True))
+    with sgmem.Memory(embedder=embedder, config=config) as sample_default:
+        add_sample(sample_default)
+        per_mode = {}
+        for mode in MODES:
+            hits = sample_default.search("Where does Miso sleep?", scope="alice", k=8, mode=mode, min_score=0)
+            assert hits, mode
+            for h in hits:
+                assert 0.0 <= h.relevance <= 1.0
+            per_mode[mode] = {h.message_ids: h.relevance for h in hits if len(h.message_ids) == 1}
+        hybrid = per_mode["hybrid"]
+        for mode, rel in per_mode.items():
+            for ids, value in rel.items():
+                if ids in hybrid:
+                    assert math.isclose(value, hybrid[ids], abs_tol=1e-6), (mode, ids)
+        # the ranking score is not a relevance: hybrid's sum exceeds 1 for a good match
+        top = sample_default.search(RELATED, scope="alice", k=1)[0]
+        assert top.score > 1.0 >= top.relevance
 
 
 def test_min_score_filters_each_hit_by_its_relevance(sample_default: sgmem.Memory) -> None:

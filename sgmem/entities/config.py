@@ -1,0 +1,150 @@
+"""EntityConfig: the frozen parameters of the LightGMEM entity layer (ALGORITHMS §4).
+
+Kept free of other sgmem imports (except errors) so ``sgmem.config`` can embed it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from ..errors import ConfigError
+
+__all__ = ["ENTITY_TYPES", "EntityConfig"]
+
+#: [D] The entity types and the descriptions a mention is typed against (zero-shot,
+#: by embedding cosine; GLiNER2's labels in the paper are [U], §4.2 step 1). Work
+#: types (games, books, films, music) are split because category questions name
+#: them ("Which video games…", "What books…"); ``date`` and ``number`` come from
+#: the rules, not from the embedder.
+ENTITY_TYPES: dict[str, str] = {
+    "person": "a person, a friend or family member, someone's name",
+    "place": "a city, country, state, region or place to visit or travel to",
+    "organization": "a company, organization, school, team or group",
+    "game": "a video game or board game that people play",
+    "book": "a book, novel or book series",
+    "film": "a movie, film or TV show",
+    "music": "a song, album, band, musician or music artist",
+    "event": "an event, festival, tournament, concert or holiday",
+    "animal": "a pet or animal, such as a dog, cat or turtle",
+    "product": "a product, brand, device, car or piece of software",
+    "food": "a food, dish, drink or recipe",
+    "art": "a painting, artwork, sculpture or piece of art",
+    "date": "a date, day, month or time",
+    "number": "a number, amount or quantity",
+}
+
+
+def _check(cond: bool, name: str, value: object, expected: str) -> None:
+    if not cond:
+        raise ConfigError(f"EntityConfig.{name}: received {value!r}, expected {expected}.")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class EntityConfig:
+    """LightGMEM, an entity-centric graph memory (ALGORITHMS §4; seed §3.2–3.3).
+
+    Every add extracts entity mentions per turn (an episode, §3.2.1), each with
+    its surface form, type, local context (its sentence) and time (eq. 4);
+    resolves them to canonical entities (§3.2.2); links entities that occur in
+    the same turn by weak co-occurrence edges; and groups entities into
+    overlapping communities by Ego-Splitting (§3.2.4). A query anchors on its
+    entities and on the entity *types* it names ("Which cities…" → places) and
+    scores turns by eq. 15.
+
+    Opt-in ([D], off by default): on LoCoMo dev the hybrid's entity channel gave
+    cat 1–4 recall@10 80.1 vs 79.9 without it (+0.2, within noise; LOO 80.2),
+    while ingest ran ~3.8× slower (every name is typed with the embedder) and
+    hybrid queries ~3× slower (benchmarks/RESULTS.md, issue 15). Turn it on with
+    ``Config(entities=EntityConfig(enabled=True), hybrid=HybridConfig(w_entity=0.3))``
+    (``mode="entity"`` needs ``enabled`` alone); messages added while it was off
+    have no mentions.
+
+    Attributes:
+        enabled: extract entities at write time. Off (the default), an add does
+            no entity work at all, the hybrid's entity channel does nothing and
+            ``mode="entity"`` raises :class:`sgmem.ConfigError`.
+        llm: with an LLM on the Memory, disambiguate (LLM-bound mentions) and
+            build deferred profiles with it (seed §3.2.2–3.2.3); off: rules only.
+        type_surface_weight: [D] a mention's type score is
+            ``a · cos(surface, type) + (1 − a) · cos(sentence, type)``, ``a``
+            this weight: the surface alone types known names ("Chicago"), the
+            sentence types unknown ones by context ("the final of a big
+            Valorant tournament").
+        min_type_score: [D] a mention's best type must lead the mean of all its
+            type scores by at least this, else it is typed ``"other"``.
+        query_type_cosine: [D] a query word names a category when its cosine to
+            a type description is at least this ("cities" → place).
+        resolve_jaccard: [D] the rule resolver (§4.3): a mention joins a
+            candidate entity of its type when their character-3-gram Jaccard is
+            at least this (exact normalised names always join).
+        llm_threshold: γ, the confidence at or above which an unresolved
+            mention goes to the LLM (seed §3.2.2 eq. 6; Table 6: 0.40). Below
+            it a new entity is created directly. Used only with an LLM.
+        max_lanes: conflict lanes resolved concurrently with an LLM (Table 6: 10).
+        profile_batch: B, pending episodes that trigger a profile update
+            (seed §3.2.3 eq. 10–11; Table 6: 15).
+        profile_min: the sparse-entity shortcut (Table 6): an entity seen in at
+            most this many episodes keeps its extractive profile, no LLM call.
+        community_min: smallest community kept (Table 6: 2 entities).
+        anchor_gate: [D] in the channel, a type-matched turn that is not linked
+            to any query anchor (a person the query names, or its speaker)
+            scores this share of a linked one.
+        neighbour_share: [D] a turn mentioning an entity adjacent to an anchor
+            (co-occurrence edge) gains this share of the connectivity score.
+        w_sem, w_lex, w_graph: λ of eq. 15 for ``mode="entity"`` (seed [U];
+            [D] chosen on the LoCoMo dev split).
+        candidates: [D] turns scored by ``mode="entity"`` beyond the anchored
+            ones: the closest by the dense channel (the paper's initial recall
+            depth is 30, Table 7).
+    """
+
+    enabled: bool = False
+    llm: bool = True
+    type_surface_weight: float = 0.5
+    min_type_score: float = 0.05
+    query_type_cosine: float = 0.45
+    resolve_jaccard: float = 0.8
+    llm_threshold: float = 0.4
+    max_lanes: int = 10
+    profile_batch: int = 15
+    profile_min: int = 2
+    community_min: int = 2
+    anchor_gate: float = 0.3
+    neighbour_share: float = 0.5
+    w_sem: float = 1.0
+    w_lex: float = 1.0
+    w_graph: float = 1.0
+    candidates: int = 30
+
+    def __post_init__(self) -> None:
+        for name in ("enabled", "llm"):
+            _check(isinstance(getattr(self, name), bool), name, getattr(self, name), "True or False")
+        for name in (
+            "type_surface_weight",
+            "min_type_score",
+            "query_type_cosine",
+            "resolve_jaccard",
+            "llm_threshold",
+            "anchor_gate",
+            "neighbour_share",
+        ):
+            v = getattr(self, name)
+            _check(_is_number(v) and -1.0 <= v <= 1.0, name, v, "a number in [-1, 1]")
+        for name in ("max_lanes", "profile_batch", "profile_min", "community_min", "candidates"):
+            v = getattr(self, name)
+            _check(_is_int(v) and v >= 1, name, v, "an int >= 1")
+        for name in ("w_sem", "w_lex", "w_graph"):
+            v = getattr(self, name)
+            _check(_is_number(v) and v >= 0, name, v, "a number >= 0")
+
+    def as_dict(self) -> dict[str, object]:
+        """The parameters as a plain dict (for reports)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -1,0 +1,202 @@
+"""One scope's entity graph in memory: a cache of the store, keyed by the scope's generation.
+
+Kept apart from :class:`sgmem.retrieval.index.ScopeIndex` (its own per-scope
+cache, :class:`EntityCache`). Holds the canonical entities, their mentions
+per turn, the weak co-occurrence edges (seed §3.2.1: ``a(u, v)`` = turns in
+which both occur) and, computed on first use, the overlapping communities by
+Ego-Splitting (seed §3.2.4, eq. 12–14; Epasto et al. 2017).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from .store import Applied, EntityRow, MentionRow, load_rows
+
+__all__ = ["EntityCache", "EntityIndex", "char_grams", "jaccard"]
+
+
+def char_grams(norm: str, n: int = 3) -> frozenset[str]:
+    """Character n-grams of a normalised name (padded), for fuzzy candidates and LSH-style keys."""
+    s = f" {norm} "
+    return frozenset(s[i : i + n] for i in range(max(len(s) - n + 1, 1)))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """Jaccard similarity of two gram sets."""
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+class EntityIndex:
+    """Entities, mentions and the entity graph of one scope."""
+
+    def __init__(self, scope_id: int, generation: int) -> None:
+        self.scope_id = scope_id
+        self.generation = generation
+        self.entities: dict[int, EntityRow] = {}
+        self.by_norm: dict[str, int] = {}
+        self.grams: dict[int, frozenset[str]] = {}
+        self.by_gram: dict[str, set[int]] = defaultdict(set)
+        self.by_message: dict[int, list[MentionRow]] = defaultdict(list)
+        self.episodes: dict[int, list[int]] = defaultdict(list)  # entity -> message ids (H(v))
+        self.type_votes: dict[int, Counter[str]] = defaultdict(Counter)
+        self._cooc: dict[int, Counter[int]] | None = None
+        self._communities: tuple[list[frozenset[int]], dict[int, list[int]]] | None = None
+        self.lock = threading.RLock()
+
+    # ---------------------------------------------------------------- build
+    def add_entity(self, e: EntityRow) -> None:
+        self.entities[e.id] = e
+        self.by_norm.setdefault(e.norm, e.id)
+        g = char_grams(e.norm)
+        self.grams[e.id] = g
+        for x in g:
+            self.by_gram[x].add(e.id)
+
+    def add_mention(self, m: MentionRow) -> None:
+        if m.entity_id not in self.entities:
+            return
+        self.by_message[m.message_id].append(m)
+        eps = self.episodes[m.entity_id]
+        if not eps or eps[-1] != m.message_id:
+            eps.append(m.message_id)
+        self.type_votes[m.entity_id][m.type] += 1
+        self._cooc = None
+        self._communities = None
+
+    def extend(self, applied: Applied) -> None:
+        """Add what one committed add stored."""
+        with self.lock:
+            for e in applied.entities:
+                self.add_entity(e)
+            for m in applied.mentions:
+                self.add_mention(m)
+            for eid, text, n in applied.profiles:
+                row = self.entities.get(eid)
+                if row is not None:
+                    row.profile, row.profiled = text, n
+
+    def without_messages(self, message_ids: frozenset[int]) -> EntityIndex:
+        """A copy without the mentions of ``message_ids`` and the entities left with none (a replace's delete)."""
+        with self.lock:
+            kept = [m for mid, ms in self.by_message.items() if mid not in message_ids for m in ms]
+            alive = {m.entity_id for m in kept}
+            out = EntityIndex(self.scope_id, self.generation)
+            for eid, e in self.entities.items():
+                if eid in alive:
+                    out.add_entity(e)
+            for m in sorted(kept, key=lambda m: (m.message_id, m.start)):
+                out.add_mention(m)
+            return out
+
+    # ---------------------------------------------------------------- views
+    def type_of(self, eid: int) -> str:
+        """The entity's type: the majority over its mentions (the stored type on ties)."""
+        votes = self.type_votes.get(eid)
+        stored = self.entities[eid].type
+        if not votes:
+            return stored
+        best = max(votes.values())
+        return stored if votes.get(stored, 0) == best else max(votes, key=lambda t: (votes[t], t == stored))
+
+    def candidates(self, norm: str, limit: int = 5) -> list[tuple[int, float]]:
+        """Existing entities whose names share 3-grams with ``norm``, by Jaccard, best first."""
+        g = char_grams(norm)
+        pool: Counter[int] = Counter()
+        for x in g:
+            for eid in self.by_gram.get(x, ()):
+                pool[eid] += 1
+        scored = [(eid, jaccard(g, self.grams[eid])) for eid, _ in pool.most_common(limit * 4)]
+        scored.sort(key=lambda t: -t[1])
+        return scored[:limit]
+
+    def cooccurrence(self) -> dict[int, Counter[int]]:
+        """Weak association counts ``a(u, v)``: turns whose text mentions both entities (§3.2.1)."""
+        with self.lock:
+            if self._cooc is None:
+                co: dict[int, Counter[int]] = defaultdict(Counter)
+                for ms in self.by_message.values():
+                    # [D] a turn's speaker is linked to the turn (an anchor) but not to the names in it:
+                    # a speaker co-occurs with everything they mention, a hub that would fuse every ego-net
+                    ids = sorted({m.entity_id for m in ms if m.start >= 0})
+                    for i, u in enumerate(ids):
+                        for v in ids[i + 1 :]:
+                            co[u][v] += 1
+                            co[v][u] += 1
+                self._cooc = co
+            return self._cooc
+
+    def communities(self, min_size: int = 2) -> tuple[list[frozenset[int]], dict[int, list[int]]]:
+        """Overlapping communities by Ego-Splitting, and each entity's memberships μ(v)."""
+        with self.lock:
+            if self._communities is None:
+                from .graph import ego_split_communities
+
+                comms = [c for c in ego_split_communities(self.cooccurrence()) if len(c) >= min_size]
+                member: dict[int, list[int]] = defaultdict(list)
+                for i, c in enumerate(comms):
+                    for v in c:
+                        member[v].append(i)
+                self._communities = (comms, dict(member))
+            return self._communities
+
+    def mentions_of(self, message_ids: Iterable[int]) -> list[MentionRow]:
+        return [m for mid in message_ids for m in self.by_message.get(mid, ())]
+
+
+def load_entity_index(conn: Any, scope_id: int, generation: int) -> EntityIndex:
+    """Build a scope's :class:`EntityIndex` from the store."""
+    idx = EntityIndex(scope_id, generation)
+    ents, ments = load_rows(conn, scope_id)
+    for e in ents:
+        idx.add_entity(e)
+    for m in ments:
+        idx.add_mention(m)
+    return idx
+
+
+class EntityCache:
+    """Per-scope :class:`EntityIndex` objects, valid while the scope's generation is unchanged."""
+
+    def __init__(self) -> None:
+        self._by_scope: dict[int, EntityIndex] = {}
+        self._lock = threading.Lock()
+
+    def get(self, store: Any, scope_id: int) -> EntityIndex:
+        """The scope's index, (re)loaded from ``store`` when its generation moved on."""
+        gen = store.generation(scope_id)
+        with self._lock:
+            idx = self._by_scope.get(scope_id)
+        if idx is not None and idx.generation == gen:
+            return idx
+        with store.read() as conn:
+            idx = load_entity_index(conn, scope_id, gen)
+        with self._lock:
+            self._by_scope[scope_id] = idx
+        return idx
+
+    def committed(self, scope_id: int, gen_before: int, gen_after: int, applied: Applied | None) -> None:
+        """After an add's commit: extend the cached index in place, or drop it if another write came between."""
+        with self._lock:
+            idx = self._by_scope.get(scope_id)
+            if idx is None:
+                return
+            if idx.generation == gen_before and gen_after == gen_before + 1:
+                if applied is not None:
+                    idx.extend(applied)
+                idx.generation = gen_after
+            else:
+                self._by_scope.pop(scope_id, None)
+
+    def drop(self, scope_id: int) -> None:
+        with self._lock:
+            self._by_scope.pop(scope_id, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by_scope.clear()

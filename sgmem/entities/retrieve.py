@@ -1,0 +1,147 @@
+"""Entity-anchored retrieval (seed §3.3, eq. 15): the ``entity`` mode and the hybrid's entity channel.
+
+A query is matched against the scope's canonical entities (its **anchors**:
+the people, places and titles it names) and read for the entity **types** it
+names by a category word ("Which *cities*…" → place, "What video *games*…" →
+game; :func:`sgmem.entities.extract.query_categories`). A turn's graph score
+``s_graph`` is its connectivity to those anchors and types:
+
+- it mentions an entity of a named type: 1, times 1 if the turn is linked to an
+  anchor (mentions one, or an anchor said it) and ``anchor_gate`` otherwise —
+  "Which cities has John been to?" reaches John's turn about Chicago;
+- (``entity`` mode only) it mentions an anchor: 0.5; it mentions an entity
+  adjacent to an anchor by a weak co-occurrence edge or in one of its
+  communities: ``0.5 · neighbour_share``.
+
+The hybrid channel is the type term alone (a query naming no category leaves
+the hybrid unchanged). ``mode="entity"`` ranks the anchored, typed and
+community turns plus the ``candidates`` densest ones by
+``λ_sem · s_sem + λ_lex · s_lex + λ_graph · s_graph`` (eq. 15), s_sem being
+the best sentence cosine and s_lex the hybrid's lexical score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..text.lexical import STOPWORDS, tokenize
+from .config import EntityConfig
+from .extract import TypeModel, find_spans, norm_name, query_categories
+from .index import EntityIndex
+
+__all__ = ["EntityQuery", "EntityTools", "read_query", "type_channel"]
+
+
+@dataclass
+class EntityTools:
+    """What entity retrieval needs beyond the turn index."""
+
+    index: EntityIndex
+    types: TypeModel
+    embed: Callable[[list[str]], np.ndarray]
+    cfg: EntityConfig
+
+
+@dataclass
+class EntityQuery:
+    """A query read against the entity index."""
+
+    anchors: dict[int, str] = field(default_factory=dict)  # entity id -> name
+    categories: dict[str, tuple[str, float]] = field(default_factory=dict)  # type -> (word, cosine)
+
+
+def read_query(tools: EntityTools, query: str) -> EntityQuery:
+    """The query's anchor entities and the entity types it names."""
+    ei = tools.index
+    out = EntityQuery()
+    names = {x.norm for x in find_spans(query, frozenset(ei.by_norm)) if x.kind in ("name", "title")}
+    words = [w for w in tokenize(query) if w not in STOPWORDS]
+    # a lower-cased name in the question still anchors ("what did john say")
+    names |= {w for w in (norm_name(w) for w in words) if w in ei.by_norm and ei.type_of(ei.by_norm[w]) == "person"}
+    for n in names:
+        eid = ei.by_norm.get(n)
+        if eid is None:
+            best = ei.candidates(n, 1)
+            if best and best[0][1] >= tools.cfg.resolve_jaccard:
+                eid = best[0][0]
+        if eid is not None:
+            out.anchors[eid] = ei.entities[eid].name
+    cat_words = [w for w in words if norm_name(w) not in names and not w[:1].isdigit()]
+    out.categories = query_categories(cat_words, tools.embed, tools.types, tools.cfg.query_type_cosine)
+    return out
+
+
+def _turn_mentions(tools: EntityTools, idx: Any) -> list[list[tuple[int, str]]]:
+    """Per turn row: (entity id, mention type) of its mentions."""
+    per: list[list[tuple[int, str]]] = [[] for _ in range(idx.n_turns)]
+    for mid, ms in tools.index.by_message.items():
+        r = idx.msg_row(mid)
+        if r is not None:
+            per[r] = [(m.entity_id, m.type) for m in ms]
+    return per
+
+
+def type_channel(
+    tools: EntityTools, idx: Any, eq: EntityQuery
+) -> tuple[np.ndarray, dict[int, dict[str, Any]], np.ndarray]:
+    """The type term of ``s_graph`` per turn, each scored turn's ``why``, and the anchored-turn mask."""
+    n = idx.n_turns
+    score = np.zeros(n)
+    linked = np.zeros(n, dtype=bool)
+    why: dict[int, dict[str, Any]] = {}
+    if not eq.categories and not eq.anchors:
+        return score, why, linked
+    ei = tools.index
+    per = _turn_mentions(tools, idx)
+    gate = tools.cfg.anchor_gate
+    for r, ms in enumerate(per):
+        ents = {e for e, _ in ms}
+        linked[r] = bool(ents & eq.anchors.keys())
+        if not eq.categories:
+            continue
+        hits = []
+        for e, _t in ms:
+            if e in eq.anchors:
+                continue
+            t = ei.type_of(e)
+            if t in eq.categories:
+                hits.append({"entity": ei.entities[e].name, "type": t, "category": eq.categories[t][0]})
+        if hits:
+            score[r] = 1.0 if (linked[r] or not eq.anchors) else gate
+            why[r] = {"matched": hits[:5], "anchors": [eq.anchors[e] for e in ents & eq.anchors.keys()]}
+    return score, why, linked
+
+
+def graph_scores(
+    tools: EntityTools, idx: Any, eq: EntityQuery
+) -> tuple[np.ndarray, dict[int, dict[str, Any]], np.ndarray]:
+    """``s_graph`` of eq. 15 for ``mode="entity"``, the ``why`` per turn, and the candidate mask."""
+    s_type, why, linked = type_channel(tools, idx, eq)
+    ei = tools.index
+    near: set[int] = set()
+    if eq.anchors:
+        co = ei.cooccurrence()
+        comms, member = ei.communities(tools.cfg.community_min)
+        for a in eq.anchors:
+            near.update(co.get(a, {}).keys())
+            for c in member.get(a, ()):
+                near.update(comms[c])
+        near -= set(eq.anchors)
+    s = s_type.copy()
+    s += 0.5 * linked
+    cand = (s_type > 0) | linked
+    if near:
+        per = _turn_mentions(tools, idx)
+        for r, ms in enumerate(per):
+            hit = [e for e, _ in ms if e in near]
+            if hit:
+                s[r] += 0.5 * tools.cfg.neighbour_share
+                cand[r] = True
+                why.setdefault(r, {})["neighbours"] = [ei.entities[e].name for e in hit[:3]]
+    for row in np.flatnonzero(linked):
+        why.setdefault(int(row), {}).setdefault("anchors", [])
+    return s, why, cand

@@ -1,0 +1,319 @@
+"""The entity layer's write path: extract, type, resolve, profile (seed §3.2.1–3.2.3).
+
+Planned outside the store lock against a snapshot of the scope's entities
+(:func:`plan_entities`), stored inside the add's transaction
+(:func:`sgmem.entities.store.apply_entities`).
+
+**Selective disambiguation** (§3.2.2, Algorithm 1). Mentions are processed in
+time order. A mention whose normalised name is already an entity (of this
+scope, or created earlier in the same add) resolves deterministically. Else its
+compatibility ``σ(m, v)`` to each fuzzy candidate ``v`` (eq. 5: [D]
+``0.7 · char-3-gram Jaccard + 0.3 · same type``) gives the confidence
+``ρ(m) = max σ`` (eq. 6). Without an LLM, the rule of ALGORITHMS §4.3 decides:
+Jaccard ≥ ``resolve_jaccard`` with the same type joins, else a new entity.
+With an LLM, a mention with ``ρ ≥ γ`` is LLM-bound and the others become new
+entities directly; LLM-bound mentions are grouped into **conflict lanes** by
+their key sets (eq. 7: exact name, 3-gram buckets, candidate ids; union-find,
+eq. 8), lanes run concurrently (up to ``max_lanes`` threads), each lane in
+time order against its own state (eq. 9).
+
+**Deferred profiles** (§3.2.3). With an LLM, an entity's profile is updated
+only once ``|Δ(v)| ≥ B`` new episodes have accumulated (eq. 10–11), and never
+for an entity seen in at most ``profile_min`` episodes (Table 6's sparse-entity
+shortcut). Without an LLM the profile is extractive (its latest mention
+sentences, read at query time) and no call is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..prompts import ENTITY_DISAMBIGUATION, ENTITY_PROFILE
+from ..pyramid.llmio import Usage, call_json
+from .config import EntityConfig
+from .extract import Mention, TypeModel, find_spans, norm_name
+from .index import EntityIndex, char_grams, jaccard
+from .store import EntityRow
+
+__all__ = ["EntityPlan", "plan_entities"]
+
+#: mention kinds that become entities (dates and numbers are typed but not linked: the
+#: hybrid's date prior and the lexical channel already use them)
+LINKED = ("name", "title", "speaker")
+
+
+@dataclass
+class EntityPlan:
+    """An add's entities, resolved against a snapshot but not yet stored."""
+
+    new_entities: list[EntityRow] = field(default_factory=list)
+    mentions: list[tuple[int, int, str, str, float, int, int]] = field(default_factory=list)
+    profiles: list[tuple[int, str, int]] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    n_mentions: int = 0
+    n_llm_bound: int = 0
+    lanes: int = 0
+    ms: float = 0.0
+
+
+@dataclass
+class _Pending:
+    mention: Mention
+    msg: int
+    norm: str
+    cands: list[tuple[int, float]]
+    rho: float
+
+
+def _compat(m: Mention, norm: str, eid: int, snap: EntityIndex, jac: float) -> float:
+    """σ(m, v) (eq. 5): [D] 0.7 · name Jaccard + 0.3 · type agreement."""
+    same = 1.0 if snap.type_of(eid) == m.type else 0.0
+    return 0.7 * jac + 0.3 * same
+
+
+def _lanes(items: list[_Pending], bands: int = 4) -> list[list[int]]:
+    """Conflict lanes (Algorithm 1): union-find over shared conflict keys (eq. 7–8)."""
+    parent = list(range(len(items)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[str, int] = {}
+    for i, p in enumerate(items):
+        grams = sorted(char_grams(p.norm))
+        # K_exact ∪ K_lsh (min-hash style band keys over sorted 3-grams) ∪ K_cand
+        keys = {f"n:{p.norm}"} | {f"b{b}:{min(grams[b::bands], default='')}" for b in range(bands)}
+        keys |= {f"c:{eid}" for eid, _ in p.cands[:3]}
+        for k in keys:
+            if k in owner:
+                a, b = find(owner[k]), find(i)
+                if a != b:
+                    parent[b] = a
+            else:
+                owner[k] = i
+    groups: dict[int, list[int]] = {}
+    for i in range(len(items)):
+        groups.setdefault(find(i), []).append(i)
+    return list(groups.values())
+
+
+def plan_entities(
+    snap: EntityIndex,
+    messages: Sequence[Any],
+    sentences: Sequence[Any],
+    types: TypeModel,
+    cfg: EntityConfig,
+    llm: Any = None,
+    texts: Callable[[list[int]], list[str]] | None = None,
+) -> EntityPlan:
+    """Extract, type and resolve the entities of an add's messages.
+
+    Args:
+        snap: the scope's entity index now.
+        messages: the add's ``MessageRow``s (content, name, at).
+        sentences: the add's ``SentenceRow``s with vectors (the mentions' context).
+        types: the zero-shot typer.
+        llm: optional; disambiguation and deferred profiles then use it.
+        texts: loads stored turn texts by message id (for profiles).
+    """
+    import time
+
+    t0 = time.perf_counter()
+    plan = EntityPlan()
+    if not cfg.enabled or not messages:
+        return plan
+    by_msg: dict[int, list[int]] = {}
+    for i, s in enumerate(sentences):
+        by_msg.setdefault(s.msg, []).append(i)
+    svecs = (
+        np.stack([s.vec for s in sentences]).astype(np.float32)
+        if len(sentences)
+        else np.zeros((0, 1), dtype=np.float32)
+    )
+    known = set(snap.by_norm)
+    per_msg: list[list[Mention]] = []
+    for i, m in enumerate(messages):
+        found = [x for x in find_spans(m.content, known) if x.kind in LINKED]
+        for x in found:
+            for si in by_msg.get(i, ()):
+                if sentences[si].start <= x.start < sentences[si].end:
+                    x.sentence = si
+                    break
+        if m.name:
+            found.append(Mention(m.name, -1, -1, "speaker"))
+        known.update(x.norm for x in found)
+        per_msg.append(found)
+    flat = [x for ms in per_msg for x in ms]
+    types.assign(flat, svecs)
+    plan.n_mentions = len(flat)
+    # ---- resolution, in time order
+    new_by_norm: dict[str, int] = {}
+    pending: list[_Pending] = []
+    for mi, ms in enumerate(per_msg):
+        for x in ms:
+            norm = x.norm
+            if not norm:
+                continue
+            eid = snap.by_norm.get(norm, new_by_norm.get(norm))
+            if eid is not None:
+                plan.mentions.append((eid, mi, x.surface, x.type, x.type_score, x.start, x.end))
+                continue
+            cands = snap.candidates(norm)
+            scored = [(e, _compat(x, norm, e, snap, j)) for e, j in cands]
+            rho = max((s for _, s in scored), default=0.0)
+            rule = next(
+                (e for e, j in cands if j >= cfg.resolve_jaccard and snap.type_of(e) == x.type and x.kind != "speaker"),
+                None,
+            )
+            if llm is None and rule is not None:
+                plan.mentions.append((rule, mi, x.surface, x.type, x.type_score, x.start, x.end))
+                continue
+            if llm is not None and rho >= cfg.llm_threshold and x.kind != "speaker":
+                pending.append(_Pending(x, mi, norm, scored, rho))
+                continue
+            new_by_norm[norm] = _new_entity(plan, x, norm)
+            plan.mentions.append((new_by_norm[norm], mi, x.surface, x.type, x.type_score, x.start, x.end))
+    if pending:
+        _resolve_lanes(plan, pending, snap, messages, cfg, llm, new_by_norm)
+    if llm is not None:
+        _profiles(plan, snap, messages, cfg, llm, texts)
+    plan.ms = (time.perf_counter() - t0) * 1e3
+    return plan
+
+
+def _new_entity(plan: EntityPlan, x: Mention, norm: str) -> int:
+    eid = -1 - len(plan.new_entities)
+    plan.new_entities.append(EntityRow(eid, x.surface, norm, x.type, float(x.type_score)))
+    return eid
+
+
+def _resolve_lanes(
+    plan: EntityPlan,
+    pending: list[_Pending],
+    snap: EntityIndex,
+    messages: Sequence[Any],
+    cfg: EntityConfig,
+    llm: Any,
+    new_by_norm: dict[str, int],
+) -> None:
+    lanes = _lanes(pending)
+    plan.n_llm_bound = len(pending)
+    plan.lanes = len(lanes)
+
+    def run(lane: list[int]) -> tuple[list[tuple[int, int | None]], Usage]:
+        usage = Usage()
+        local: dict[str, int | None] = {}  # lane-local state (eq. 9): norm -> resolved id (None: new)
+        out: list[tuple[int, int | None]] = []
+        for i in lane:
+            p = pending[i]
+            if p.norm in local:
+                out.append((i, local[p.norm]))
+                continue
+            shown = [(e, snap.entities[e]) for e, _ in p.cands[:5]]
+            cands = "\n".join(
+                f'- {{"candidate_id": {e}, "name": "{row.name}", "type": "{snap.type_of(e)}"}}' for e, row in shown
+            )
+            others = [x for x in _mentions_in(plan, p.msg) if x != p.mention.surface][:8]
+            m = messages[p.msg]
+            prompt = ENTITY_DISAMBIGUATION.format(
+                date=m.at.date().isoformat(),
+                text=m.content[:1500],
+                name=p.mention.surface,
+                type=p.mention.type,
+                cooccurring=others,
+                candidates=cands,
+            )
+            raw = call_json(llm, prompt, usage, "entity-resolve")
+            dup = raw.get("duplicate_id") if isinstance(raw, dict) else None
+            if raw is not None and not isinstance(dup, int):
+                usage.malformed += 1
+            target = dup if isinstance(dup, int) and dup in {e for e, _ in shown} else None
+            local[p.norm] = target
+            out.append((i, target))
+        return out, usage
+
+    workers = max(1, min(cfg.max_lanes, len(lanes)))
+    if workers == 1:
+        results = [run(lane) for lane in lanes]
+    else:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sgmem-ned") as pool:
+            results = list(pool.map(run, lanes))
+    decided: dict[int, int | None] = {}
+    for out, usage in results:
+        plan.usage.merge(usage)
+        decided.update(dict(out))
+    for i in sorted(decided, key=lambda i: (pending[i].msg, pending[i].mention.start)):
+        p = pending[i]
+        x = p.mention
+        eid = decided[i]
+        if eid is None:
+            eid = new_by_norm.get(p.norm)
+            if eid is None:
+                eid = new_by_norm[p.norm] = _new_entity(plan, x, p.norm)
+        plan.mentions.append((eid, p.msg, x.surface, x.type, x.type_score, x.start, x.end))
+
+
+def _mentions_in(plan: EntityPlan, msg: int) -> list[str]:
+    return [m[2] for m in plan.mentions if m[1] == msg]
+
+
+def _profiles(
+    plan: EntityPlan,
+    snap: EntityIndex,
+    messages: Sequence[Any],
+    cfg: EntityConfig,
+    llm: Any,
+    texts: Callable[[list[int]], list[str]] | None,
+) -> None:
+    """Deferred profile updates (eq. 10–11) for existing entities this add mentions."""
+    touched: dict[int, list[int]] = {}
+    for eid, mi, *_ in plan.mentions:
+        if eid >= 0:
+            touched.setdefault(eid, [])
+            if mi not in touched[eid]:
+                touched[eid].append(mi)
+    for eid, new_msgs in touched.items():
+        row = snap.entities.get(eid)
+        if row is None:
+            continue
+        episodes = snap.episodes.get(eid, [])
+        total = len(episodes) + len(new_msgs)
+        pending = total - row.profiled  # |Δ(v)|
+        if total <= cfg.profile_min or pending < cfg.profile_batch:
+            continue
+        old = [mid for mid in episodes if mid not in ()][-(cfg.profile_batch - len(new_msgs)) :] if texts else []
+        lines = texts(old) if texts and old else []
+        lines += [
+            f"({messages[mi].at.date().isoformat()}) {messages[mi].name or 'someone'}: {messages[mi].content}"
+            for mi in new_msgs
+        ]
+        prompt = ENTITY_PROFILE.format(
+            type=snap.type_of(eid),
+            name=row.name,
+            profile=row.profile or "(none yet)",
+            messages="\n".join(f"- {t[:600]}" for t in lines[-cfg.profile_batch :]),
+        )
+        raw = call_json(llm, prompt, plan.usage, "entity-profile")
+        desc = raw.get("description") if isinstance(raw, dict) else None
+        if isinstance(desc, str) and desc.strip():
+            plan.profiles.append((eid, desc.strip()[:2000], total))
+        elif raw is not None:
+            plan.usage.malformed += 1
+
+
+def norm_of(text: str) -> str:
+    """Shortcut for :func:`sgmem.entities.extract.norm_name`."""
+    return norm_name(text)
+
+
+def overlap(a: str, b: str) -> float:
+    """Char-3-gram Jaccard of two names."""
+    return jaccard(char_grams(norm_name(a)), char_grams(norm_name(b)))
