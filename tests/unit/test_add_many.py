@@ -41,7 +41,7 @@ def _items() -> list[tuple[str, list[dict[str, Any]]]]:
 def _state(mem: sgmem.Memory) -> Any:
     st = mem.stats("s").scopes[0]
     msgs = [(m.thread, m.role, m.content, m.session) for m in mem.messages(scope="s")]
-    hits = {mode: [h.text for h in mem.search("cold water dog", scope="s", mode=mode)] for mode in sgmem.MODES}
+    hits = {mode: [h.text for h in mem.search("cold water dog", scope="s", mode=mode)] for mode in sgmem.MODES if mode != "entity"}  # entity: opt-in layer, off here
     return st.messages, st.sentences, st.similarity_edges, st.chronological_edges, msgs, hits
 
 
