@@ -69,8 +69,7 @@ SCOPE = "bench"
 
 
 def modes() -> tuple[str, ...]:
-    """Every retrieval mode this sgmem has."""
-
+    """Every retrieval mode this sgmem has (the opt-in entity layer's aside)."""
     return _modes()
 
 
