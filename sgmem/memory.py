@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -26,19 +25,19 @@ from .embed.minilm import default_embedder
 from .entities.extract import TypeModel
 from .entities.index import EntityCache
 from .entities.retrieve import EntityTools
-from .errors import ConfigError, InvalidInputError, NotFoundError, SgmemError, StoreError
+from .errors import ConfigError, InvalidInputError, SgmemError, StoreError
 from .gate.blas import single_thread_blas
 from .llm import LLM
 from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords
+from .records import RecordMethods
 from .retrieval.index import ScopeIndex, load_scope_index
 from .retrieval.search import Ranked, Retriever, allowed_mask, turn_relevance
 from .store.paths import resolve_store_path
 from .store.pgsql import redact
 from .store.postgres import PostgresStore, is_postgres_target, is_url
-from .store.schema import SCHEMA_VERSION
 from .store.sqlite import SQLiteStore
 from .text.tokens import count_tokens
-from .types import AddResult, DeleteReceipt, Hit, MemoryVersion, Message, Stats
+from .types import AddResult, DeleteReceipt, Hit, Message
 from .validate import (
     check_embedder_identity,
     check_int,
@@ -54,7 +53,7 @@ from .write import commit_add, delete_rows, prepare_add, replace_messages
 __all__ = ["Memory"]
 
 
-class Memory(AsyncMethods):
+class Memory(RecordMethods, AsyncMethods):
     """Long-term memory for LLM agents, embedded, with no server and no LLM needed.
 
     Args:
@@ -112,7 +111,11 @@ class Memory(AsyncMethods):
             )
         store_path = None if shared else resolve_store_path(path)
         if read_only and (shared or store_path is None):
-            raise InvalidInputError("read_only", read_only, "False for an in-memory or PostgreSQL store (read-only opening is for a store directory)")
+            raise InvalidInputError(
+                "read_only",
+                read_only,
+                "False for an in-memory or PostgreSQL store (read-only opening is for a store directory)",
+            )
         if embedder is not None:
             check_embedder_identity(embedder)
         self.config = config or Config()
@@ -597,79 +600,6 @@ class Memory(AsyncMethods):
             ids += [m for m in dict.fromkeys(m for i in picked for m in i.message_ids) if m not in ids]
         return text, ids
 
-    def history(self, memory_id: str, *, scope: str) -> list[MemoryVersion]:
-        """Every version of a generated memory (fact, summary, insight), oldest first.
-
-        Args:
-            memory_id: the memory's id, from :attr:`Hit.memory_id` (e.g. ``"fact:12"``).
-            scope: the scope that holds it (memories of other scopes are never read).
-
-        Returns:
-            Its versions with their text, time, cause (``"add"``, ``"merge-rule"``,
-            ``"merge-llm"``, ``"reverted"``…) and source messages.
-
-        Raises:
-            NotFoundError: the scope holds no memory with this id.
-        """
-        self._check_open()
-        scope = check_name(scope, "scope", self.config.limits)
-        with self._lock:
-            scope_id = self._store.scope_id(scope)
-        out = self._derived.history(scope_id, memory_id) if scope_id is not None else None
-        if out is None:
-            raise NotFoundError(
-                f"scope {scope!r} holds no generated memory {memory_id!r}; take ids from Hit.memory_id."
-            )
-        return out
-
-    def messages(self, *, scope: str, thread: str | None = None, limit: int | None = None) -> list[Message]:
-        """Exact replay of what was added to ``scope`` (or one thread), in order.
-
-        With ``limit``, the most recent ``limit`` messages, oldest first.
-        """
-        self._check_open()
-        scope = check_name(scope, "scope", self.config.limits)
-        if thread is not None:
-            thread = check_name(thread, "thread", self.config.limits)
-        if limit is not None:
-            limit = check_int(limit, "limit", 1, 2**63 - 1)  # SQLite INTEGER range
-        with self._lock:
-            scope_id = self._store.scope_id(scope)
-            if scope_id is None:
-                return []
-            return self._store.messages(scope_id, thread, limit)
-
-    def get(self, *, scope: str, message_ids: Sequence[str]) -> list[Message]:
-        """The stored messages of ``scope`` with these ids, in the order they were added.
-
-        Ids not stored in the scope are skipped, so ``len(result)`` tells how
-        many were found. A direct lookup: it costs the same whatever the scope's size.
-        """
-        self._check_open()
-        scope = check_name(scope, "scope", self.config.limits)
-        if isinstance(message_ids, str) or not isinstance(message_ids, Iterable):
-            raise InvalidInputError("message_ids", message_ids, "a list of message ids")
-        ids = [check_name(m, "message_ids[]", self.config.limits) for m in message_ids]
-        with self._lock:
-            scope_id = self._store.scope_id(scope)
-            if scope_id is None or not ids:
-                return []
-            return self._store.messages_by_ext_ids(scope_id, ids)
-
-    def threads(self, *, scope: str) -> list[str]:
-        """The threads of ``scope``, in order of their first message."""
-        self._check_open()
-        scope = check_name(scope, "scope", self.config.limits)
-        with self._lock:
-            scope_id = self._store.scope_id(scope)
-            return self._store.threads(scope_id) if scope_id is not None else []
-
-    def scopes(self) -> list[str]:
-        """Every scope that holds messages."""
-        self._check_open()
-        with self._lock:
-            return self._store.scope_names()
-
     # ----------------------------------------------------------------- delete
     def delete(
         self, *, scope: str, thread: str | None = None, message_ids: Sequence[str] | None = None
@@ -721,27 +651,3 @@ class Memory(AsyncMethods):
         """Checkpoint and empty the WAL, which keeps older copies of deleted pages (see :meth:`SQLiteStore.scrub`)."""
         self._unscrubbed = not self._store.scrub(timeout_s)
         return not self._unscrubbed
-
-    # ------------------------------------------------------------------ stats
-    def stats(self, scope: str | None = None) -> Stats:
-        """Counts per scope (or for one scope) plus the store's identity."""
-        self._check_open()
-        with self._lock, self._store.read():
-            if scope is not None:
-                scope = check_name(scope, "scope", self.config.limits)
-                sid = self._store.scope_id(scope)
-                names = [(sid, scope)] if sid is not None else []
-            else:
-                names = [(i, n) for n in self._store.scope_names() if (i := self._store.scope_id(n)) is not None]
-            scopes = tuple(
-                dataclasses.replace(self._store.scope_stats(sid, n), **self._derived.stats(self._store.conn, sid))
-                for sid, n in names
-                if sid is not None
-            )
-        return Stats(
-            path=self._where or (str(self.path) if self.path else None),
-            schema_version=SCHEMA_VERSION,
-            embedder=self.embedder.name,
-            dim=int(self.embedder.dim),
-            scopes=scopes,
-        )
