@@ -250,7 +250,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         done, next_log = 0, max(args.sentences // 10, 1)
         t_start = time.perf_counter()
         with sgmem.Memory(tmp / "store", embedder=timed) as mem:
-            for thread, msgs in adds:
+            prof = None
+            for i_add, (thread, msgs) in enumerate(adds):
+                if args.profile_every and i_add % args.profile_every == args.profile_every - 1 and prof is None:
+                    import cProfile
+
+                    prof = cProfile.Profile()
+                    prof.enable()
                 if args.max_ingest_s and time.perf_counter() - t_start > args.max_ingest_s:
                     out["ingest_stopped"] = f"stopped after {args.max_ingest_s:.0f} s (--max-ingest-s)"
                     break
@@ -260,6 +266,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 dt = time.perf_counter() - t0
                 per.append((res.sentences, dt, timed.seconds - e0, dict(res.timings_ms)))
                 done += res.sentences
+                if prof is not None:
+                    import io
+                    import pstats
+
+                    prof.disable()
+                    buf = io.StringIO()
+                    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(12)
+                    _log(f"profile of one add at {done:,} sentences:\n" + buf.getvalue()[-2500:])
+                    prof = None
                 if done >= next_log:
                     next_log += max(args.sentences // 10, 1)
                     _log(f"ingested {done:,} sentences, {done / (time.perf_counter() - t_start):,.0f}/s; last add {res.timings_ms}")
@@ -455,6 +470,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--queries", type=int, default=200)
     r.add_argument("--bulk", type=int, default=20_000, help="sentences for the add_many comparison (0: skip)")
     r.add_argument("--max-ingest-s", type=float, default=0.0, help="stop adding after this many seconds (0: no limit)")
+    r.add_argument("--profile-every", type=int, default=0, help="cProfile one add in every N and log its top functions")
     r.add_argument("--device", default="cuda")
     r.add_argument("--batch", type=int, default=256, help="embedder batch size")
     r.add_argument("--json", default=None)
