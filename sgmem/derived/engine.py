@@ -209,6 +209,7 @@ class DerivedEngine:
         for cand in plan.cands:
             by_pos.setdefault(cand.pos, []).append(cand)
         step_each_add = self.config.gate.step_messages == 0
+        self.gate.prefetch(view, [cand.vec for cand in plan.cands])  # one batched index search (same decisions)
         new_texts: dict[int, str] = {}
         to_embed: list[FactOp] = []  # merged texts, embedded together after routing
         last_update: dict[int, FactOp] = {}
