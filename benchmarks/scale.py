@@ -47,7 +47,8 @@ from benchmarks.soak import HashingEmbedder
 from benchmarks.speed import SCOPE, _pct, _queries
 from benchmarks.synth import conversation
 
-__all__ = ["build", "edge_recall", "measure", "query", "render"]
+__all__ = ["STAGES", "build", "edge_recall", "measure", "query", "render"]
+
 
 # the entity layer is opt-in (Config.entities): its mode is measured by benchmarks/entity_cost.py
 def _modes() -> tuple[str, ...]:
@@ -94,19 +95,29 @@ def build(n: int, path: Path, knn_index: str = "auto") -> dict[str, Any]:
     emb = _Timed()
     adds = list(conversation(n, seed=n))
     per: list[tuple[int, float]] = []  # (sentences, engine seconds) per add
+    stages: list[list[float]] = []  # per add: engine ms of each of STAGES
     t_start = time.perf_counter()
     with sgmem.Memory(path, embedder=emb, config=_config(knn_index)) as mem:
         for thread, msgs in adds:
             e0, t0 = emb.seconds, time.perf_counter()
             res = mem.add(msgs, scope=SCOPE, thread=thread)
-            per.append((res.sentences, time.perf_counter() - t0 - (emb.seconds - e0)))
+            emb_ms = (emb.seconds - e0) * 1e3
+            per.append((res.sentences, time.perf_counter() - t0 - emb_ms / 1e3))
+            stages.append(_stages(res.timings_ms, emb_ms))
     total_s = time.perf_counter() - t_start
     sents = np.array([p[0] for p in per], dtype=np.float64)
     secs = np.array([p[1] for p in per])
     cum = np.cumsum(sents)
     first = (cum - sents) < 0.1 * cum[-1]  # adds that start in the first 10 %
     last = cum > 0.9 * cum[-1]
+    st = np.array(stages)
+    breakdown = {
+        f"stage_{name}_us_{part}": float(st[mask, i].sum() / max(sents[mask].sum(), 1) * 1e3)
+        for i, name in enumerate(STAGES)
+        for part, mask in (("first10", first), ("last10", last))
+    }
     return {
+        **breakdown,
         "size": n,
         "sentences": int(cum[-1]),
         "adds": len(per),
@@ -118,6 +129,22 @@ def build(n: int, path: Path, knn_index: str = "auto") -> dict[str, Any]:
         "disk_bytes_per_sentence": dir_bytes(path) / cum[-1],
         "load_at_build": os.getloadavg()[0],
     }
+
+
+#: engine stages of an add (``AddResult.timings_ms``, the embedder's own time taken out of "plan")
+STAGES = ("segment", "plan", "derived", "graph", "store")
+
+
+def _stages(t: dict[str, float], embedder_ms: float) -> list[float]:
+    """Engine ms of each of :data:`STAGES` for one add.
+
+    ``segment``: validation and sentence splitting; ``plan``: the embed stage
+    without the embedder (stored-vector lookup, keyword and derived-memory
+    planning); ``derived``: derived memory's share of ``plan`` and ``store``
+    (the gate's routing and its writes); ``graph``: kNN edges; ``store``: the transaction, the commit and
+    the caches following it.
+    """
+    return [t["segment"], t["embed"] - embedder_ms, t.get("derived", 0.0), t["graph"], t["store"]]
 
 
 def edge_recall(vecs: np.ndarray, k: int = 3, n_new: int = 500) -> dict[str, float]:
@@ -324,6 +351,19 @@ def render(rows: list[dict[str, Any]]) -> str:
             f"{r['engine_us_last10']:.0f} | {r['rss_bytes_per_sentence']:.0f} | {r['nbytes_per_sentence']:.0f} | "
             f"{r['disk_bytes_per_sentence']:.0f} | {r['build_s']:.0f} | {r['load_at_build']:.1f} |"
         )
+    if any("stage_store_us_first10" in r for r in done):
+        lines += [
+            "",
+            "Engine µs per sentence by stage of an add, first 10 % · last 10 % of the ingest (embedder excluded; "
+            "derived = derived memory's share of plan and store):",
+            "",
+            "| sentences | " + " | ".join(STAGES) + " |",
+            "|---|" + "---|" * len(STAGES),
+        ]
+        for r in done:
+            if "stage_store_us_first10" in r:
+                cells = [f"{r[f'stage_{s}_us_first10']:.0f} · {r[f'stage_{s}_us_last10']:.0f}" for s in STAGES]
+                lines.append(f"| {r['sentences']:,} | " + " | ".join(cells) + " |")
     lines += [
         "",
         "Query latency, ms (query embedding excluded); ratio = mode p50 ÷ FAISS flat p50 (its best thread setting):",

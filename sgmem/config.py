@@ -356,6 +356,14 @@ class Config:
         embed_batch_size: texts per embedder call inside one add.
         busy_timeout_s: how long a writer waits for another process's lock
             before :class:`StoreBusyError`.
+        wal_checkpoint_pages: [D] SQLite stores: the write-ahead log is copied
+            into the database file (a checkpoint, with an fsync) once it holds
+            this many 4 KiB pages (SQLite's default is 1,000). An add to a large
+            scope dirties a few hundred scattered index pages, so at 1,000 every
+            second or third add paid a checkpoint; 8,192 (32 MiB of log) makes
+            them rarer and lets pages written by several adds be copied once
+            (issue 14: commit time per add at 50k sentences about halved).
+            Durability is unchanged (WAL, ``synchronous = NORMAL``).
         session_by_day: [D] without an explicit ``session``, a thread's messages
             are grouped into one session per calendar day (UTC).
         context_turn_tokens: [D] in :meth:`Memory.context`, a turn longer than
@@ -404,6 +412,7 @@ class Config:
     speaker_prefix: bool = True
     embed_batch_size: int = 64
     busy_timeout_s: float = 30.0
+    wal_checkpoint_pages: int = 8192
     session_by_day: bool = True
     context_turn_tokens: int = 40
     pg_vector_index: str = "none"
@@ -453,6 +462,12 @@ class Config:
             "Config.busy_timeout_s",
             self.busy_timeout_s,
             "a positive number of seconds",
+        )
+        _check(
+            _is_int(self.wal_checkpoint_pages) and self.wal_checkpoint_pages >= 1,
+            "Config.wal_checkpoint_pages",
+            self.wal_checkpoint_pages,
+            "an int >= 1 (pages of write-ahead log between checkpoints)",
         )
         _check(
             _is_int(self.cache_bytes) and self.cache_bytes >= 0,

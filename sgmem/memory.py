@@ -129,7 +129,12 @@ class Memory(RecordMethods, AsyncMethods):
         self._store: SQLiteStore = (
             PostgresStore(path, busy_timeout_s=self.config.busy_timeout_s, vector_index=self.config.pg_vector_index)
             if shared
-            else SQLiteStore(self.path, busy_timeout_s=self.config.busy_timeout_s, read_only=read_only)
+            else SQLiteStore(
+                self.path,
+                busy_timeout_s=self.config.busy_timeout_s,
+                read_only=read_only,
+                wal_checkpoint_pages=self.config.wal_checkpoint_pages,
+            )
         )
         self._where = getattr(self._store, "where", None) if shared else None
         try:

@@ -415,8 +415,7 @@ def extend_index(
         [(sid, msg_ids[s.msg], s.idx, s.text) for sid, s in zip(sent_ids, prep.sentences, strict=True)],
         sent_vecs,
     )
-    for a, b, _ in sentence_edges:
-        idx.add_sentence_edge(a, b)
+    idx.add_sentence_edges([a for a, _, _ in sentence_edges], [b for _, b, _ in sentence_edges])
     for a, b in turn_edges:
         idx.add_turn_edge(a, b)
     if idx.keywords is not None:

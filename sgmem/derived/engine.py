@@ -44,7 +44,7 @@ from ..types import Hit, MemoryVersion
 from . import store as sql
 from .context import DerivedItem
 from .extract import Candidate, llm_fact_candidates, llm_insights, llm_summary, rule_fact_candidates
-from .index import ScopeCache, load_cache, load_tables
+from .index import ScopeCache, load_cache, load_summaries, load_tables
 from .merge import llm_merge, rule_merge
 from .reads import after_delete, before_delete, context_items, derived_hits, history, parse_memory_id
 from .sessions import (
@@ -107,6 +107,7 @@ class Applied:
     trained: IVFScorer | None = None
     summaries: int = 0
     insights: int = 0
+    summary_keys: list[tuple[str, str]] = field(default_factory=list)  # (thread, session) of changed summaries
     counts: dict[str, int] = field(default_factory=lambda: {ADD: 0, UPDATE: 0, NOOP: 0})
 
 
@@ -208,6 +209,7 @@ class DerivedEngine:
         for cand in plan.cands:
             by_pos.setdefault(cand.pos, []).append(cand)
         step_each_add = self.config.gate.step_messages == 0
+        self.gate.prefetch(view, [cand.vec for cand in plan.cands])  # one batched index search (same decisions)
         new_texts: dict[int, str] = {}
         to_embed: list[FactOp] = []  # merged texts, embedded together after routing
         last_update: dict[int, FactOp] = {}
@@ -447,9 +449,11 @@ class DerivedEngine:
                 sessions.append(key[1])
         if self.dcfg.summaries:
             for s in sessions:
-                out.summaries += upsert_summary(
+                if upsert_summary(
                     conn, scope_id, thread, s, self.dcfg.summary_sentences, plan.summaries.get((thread, s))
-                )
+                ):
+                    out.summaries += 1
+                    out.summary_keys.append((thread, s))
         for (th, s), items in plan.insights.items():
             out.insights += replace_session_insights(conn, scope_id, th, s, items)
         if self.dcfg.insights == "cluster" and plan.view is not None:
@@ -476,9 +480,14 @@ class DerivedEngine:
         plan = applied.plan
         with self.store.read() as conn:  # reads first: the engine's lock is taken last
             fresh: dict[str, Any] = {}
-            if applied.summaries or applied.insights or self._caches.get(scope_id) is None:
-                kinds = ("fact", "summary", "insight") if self._caches.get(scope_id) is None else ("summary", "insight")
-                fresh = load_tables(conn, scope_id, self.dim, kinds)
+            changed: list[tuple[int, float, str, np.ndarray]] = []
+            if self._caches.get(scope_id) is None:
+                fresh = load_tables(conn, scope_id, self.dim, ("fact", "summary", "insight"))
+            else:
+                # only what this add changed: reloading every summary cost O(sessions) per add (issue 14)
+                changed = load_summaries(conn, scope_id, self.dim, applied.summary_keys)
+                if applied.insights:  # replaced as a set (a session's, or every cluster's): reloaded
+                    fresh = load_tables(conn, scope_id, self.dim, ("insight",))
         with self._lock:
             cached = self._caches.get(scope_id)
             if (cached is not None and cached.state is not plan.state) or (cached is None and "fact" not in fresh):
@@ -498,6 +507,9 @@ class DerivedEngine:
                         facts.append(mid, ts, th)
                     else:
                         facts.at_ts[r] = ts
+                if not all(tables["summary"].put(*row) for row in changed):  # pragma: no cover - ids never go back
+                    self._caches.pop(scope_id, None)
+                    return
                 tables.update(fresh)
             if len(tables["fact"].ids) != plan.state.n:  # pragma: no cover - defensive: rebuild from SQLite
                 self._caches.pop(scope_id, None)

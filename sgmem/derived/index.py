@@ -18,7 +18,7 @@ import numpy as np
 from ..gate.gate import GateState, NoveltyGate
 from .store import load_state, state_version
 
-__all__ = ["KindTable", "ScopeCache", "load_cache"]
+__all__ = ["KindTable", "ScopeCache", "load_cache", "load_summaries", "load_tables"]
 
 
 @dataclass
@@ -30,12 +30,40 @@ class KindTable:
     threads: list[str] = field(default_factory=list)
     vecs: np.ndarray | None = None
     row: dict[int, int] = field(default_factory=dict)
+    _buf: np.ndarray | None = field(default=None, repr=False)  # ``vecs`` with room to grow (doubling)
 
     def append(self, mid: int, at_ts: float, thread: str) -> None:
         self.row[mid] = len(self.ids)
         self.ids.append(mid)
         self.at_ts.append(at_ts)
         self.threads.append(thread)
+
+    def put(self, mid: int, at_ts: float, thread: str, vec: np.ndarray) -> bool:
+        """A memory stored or updated since the load, in place (amortised O(d)).
+
+        Rows stay in id order, as :func:`load_tables` reads them: a new id
+        must be above every id held (SQLite's row ids only grow); False, and
+        nothing changed, otherwise.
+        """
+        r = self.row.get(mid)
+        if r is None and self.ids and mid < self.ids[-1]:
+            return False
+        n = len(self.ids)
+        need = n + (r is None)
+        buf = self._buf
+        if buf is None or self.vecs is None or self.vecs.base is not buf or len(buf) < need:
+            buf = np.empty((max(need, 2 * n, 16), len(vec)), dtype=np.float32)
+            if n:
+                buf[:n] = self.vecs
+            self._buf = buf
+        if r is None:
+            self.append(mid, at_ts, thread)
+            r = n
+        else:
+            self.at_ts[r], self.threads[r] = at_ts, thread
+        buf[r] = vec
+        self.vecs = buf[:need]
+        return True
 
 
 @dataclass
@@ -116,6 +144,21 @@ def load_tables(conn: sqlite3.Connection, scope_id: int, dim: int, kinds: tuple[
                 else np.zeros((0, dim), dtype=np.float32)
             )
     return tables
+
+
+def load_summaries(
+    conn: sqlite3.Connection, scope_id: int, dim: int, keys: list[tuple[str, str]]
+) -> list[tuple[int, float, str, np.ndarray]]:
+    """``(id, at_ts, thread, vector)`` of the summaries of the ``(thread, session)`` pairs in ``keys``."""
+    out = []
+    for thread, session in dict.fromkeys(keys):
+        for mid, at_ts, th, blob in conn.execute(
+            "SELECT id, at_ts, thread, vec FROM derived WHERE scope_id = ? AND kind = 'summary' AND thread = ? "
+            "AND session = ? ORDER BY id",
+            (scope_id, thread, session),
+        ):
+            out.append((int(mid), float(at_ts), th, np.frombuffer(blob, dtype=np.float32).reshape(dim)))
+    return sorted(out, key=lambda r: r[0])
 
 
 def load_cache(conn: sqlite3.Connection, scope_id: int | None, dim: int, gate: NoveltyGate) -> ScopeCache:

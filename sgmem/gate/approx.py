@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from .blas import SMALL_FAISS_BATCH, faiss_single_thread
 from .vmf import VmfScore
 
 __all__ = ["IVFScorer", "approx_score", "n_lists"]
@@ -107,7 +108,10 @@ class IVFScorer:
     def add(self, rows: np.ndarray, vectors: np.ndarray) -> None:
         """Index ``vectors`` under the gate's row numbers ``rows``."""
         if len(rows):
-            self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(rows, dtype=np.int64))
+            with faiss_single_thread(len(rows) < SMALL_FAISS_BATCH):  # an add's few facts: one thread
+                self.index.add_with_ids(
+                    np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(rows, dtype=np.int64)
+                )
 
     def replace(self, row: int, vector: np.ndarray) -> None:
         """A merged fact's new vector (an Update)."""

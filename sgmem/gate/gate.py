@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .approx import IVFScorer, approx_score
+from .blas import faiss_single_thread
 from .config import GateConfig
 from .density import Density, rho
 from .threshold import ADD, NOOP, UPDATE, Action, ema, route, route_binary, tau_star
@@ -151,6 +152,9 @@ class GateView:
         self.density = copy.deepcopy(state.density)
         self.last: dict[str, float] = dict(state.last)
         self.trace: list[dict[str, float]] = []
+        # committed-index search results fetched for the plan's candidates at once (NoveltyGate.prefetch)
+        self.prefetched: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
+        self.prefetched_k = -1
 
     @property
     def n(self) -> int:
@@ -258,13 +262,53 @@ class NoveltyGate:
         s = log_mean_exp(kappa * cos.astype(np.float64)) / kappa
         return VmfScore(min(1.0, max(-1.0, s)), j, float(cos[j])), "exact", 0.0
 
+    def prefetch(self, view: GateView, vecs: list[np.ndarray]) -> None:
+        """Search the committed index for all of a plan's candidates at once (before routing them).
+
+        The committed index does not change while a plan is routed (the
+        plan's own adds and merges are applied to the results by
+        :meth:`_approx`), so each candidate's top-k is known up front; FAISS
+        answers a batch with the same per-query computation as single
+        searches (batches stay under its BLAS threshold, so even the coarse
+        quantiser's arithmetic is the same): the decisions are identical, and
+        the per-call overhead is paid once per batch instead of per candidate.
+        """
+        ivf = view.state.ivf
+        if not vecs or ivf is None or not view.n_base or ivf.ntotal != view.n_base:
+            return
+        if not self.use_approx(view.n_base + len(vecs)):
+            return
+        import faiss
+
+        k = min(self.config.approx_k, view.n_base)
+        # below FAISS's BLAS threshold (it compares queries × centroids with it) the coarse quantiser
+        # computes each query's distances exactly as alone
+        thr = int(faiss.cvar.distance_compute_blas_threshold)
+        step = max(1, min(16, (thr - 1) // max(len(ivf.centroids), 1)))
+        todo = list({np.asarray(v, dtype=np.float32).tobytes(): None for v in vecs})
+        with view.lock, faiss_single_thread():
+            if ivf.ntotal != view.n_base:  # a commit of another thread came first: search one by one
+                return
+            ivf.index.nprobe = ivf.probes_for(k, self.config.approx_nprobe)
+            for i in range(0, len(todo), step):
+                keys = todo[i : i + step]
+                q = np.frombuffer(b"".join(keys), dtype=np.float32).reshape(len(keys), -1)
+                dist, rows = ivf.index.search(q, k)
+                for j, key in enumerate(keys):
+                    view.prefetched[key] = (dist[j : j + 1], rows[j : j + 1])
+        view.prefetched_k = k
+
     def _approx(self, view: GateView, ivf: IVFScorer, c: np.ndarray, kappa: float) -> tuple[VmfScore, str, float]:
         """Top-k from the committed index, corrected for this plan's own changes."""
         k = min(self.config.approx_k, view.n_base)
         c32 = np.asarray(c, dtype=np.float32).reshape(1, -1)
-        with view.lock:
-            ivf.index.nprobe = ivf.probes_for(k, self.config.approx_nprobe)
-            dist, rows = ivf.index.search(c32, k)
+        hit = view.prefetched.get(c32.tobytes()) if view.prefetched_k == k else None
+        if hit is not None:
+            dist, rows = hit
+        else:
+            with view.lock:
+                ivf.index.nprobe = ivf.probes_for(k, self.config.approx_nprobe)
+                dist, rows = ivf.index.search(c32, k)
         rows, cos = rows[0], dist[0].astype(np.float64)
         keep = rows >= 0
         if view.patched:  # the index holds their old vectors: use the new ones

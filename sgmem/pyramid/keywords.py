@@ -65,6 +65,7 @@ def _lemma(token: str) -> str:
         return token
 
 
+@lru_cache(maxsize=32768)  # a pure function of the word, called for every token of every add
 def keyword_key(word: str) -> str:
     """The lookup form of a keyword: lemma, lower-case, quotes removed.
 

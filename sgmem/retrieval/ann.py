@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from ..gate.blas import SMALL_FAISS_BATCH, faiss_single_thread
+
 __all__ = ["AnnIndex", "approx_cosines", "ensure_ann"]
 
 
@@ -56,13 +58,15 @@ class AnnIndex:
             # per-dimension ranges of the 8-bit codes: learnt once on the first vectors; later
             # vectors outside them are clipped, which only affects candidate order (re-scored exactly)
             self.index.train(np.ascontiguousarray(vecs[: min(len(vecs), 65536)], dtype=np.float32))
-        self.index.add(np.ascontiguousarray(vecs[self.ntotal :], dtype=np.float32))
+        with faiss_single_thread(len(vecs) - self.ntotal < SMALL_FAISS_BATCH):  # an add's few dozen: one thread
+            self.index.add(np.ascontiguousarray(vecs[self.ntotal :], dtype=np.float32))
 
     def candidates(self, queries: np.ndarray, k: int) -> np.ndarray:
         """Row ids of about the ``k`` nearest indexed rows of each query (-1 pads)."""
         if self.ntotal == 0 or len(queries) == 0:
             return np.full((len(queries), k), -1, dtype=np.int64)
-        _, ids = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), min(k, self.ntotal))
+        with faiss_single_thread(len(queries) < SMALL_FAISS_BATCH):
+            _, ids = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), min(k, self.ntotal))
         return ids
 
     def top_k(self, queries: np.ndarray, vecs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -93,18 +93,20 @@ class Column(Sequence):  # type: ignore[type-arg]
 class Names(Sequence):  # type: ignore[type-arg]
     """Strings stored once each, with an int code per row (threads, sessions, speakers)."""
 
-    __slots__ = ("_codes", "_table", "_lookup")
+    __slots__ = ("_codes", "_table", "_lookup", "_table_bytes")
 
     def __init__(self) -> None:
         self._codes = Grow(np.int32)
         self._table: list[Any] = []
         self._lookup: dict[Any, int] = {}
+        self._table_bytes = 0  # kept as values are added: nbytes() runs on every add
 
     def code(self, value: Any) -> int:
         c = self._lookup.get(value)
         if c is None:
             c = self._lookup[value] = len(self._table)
             self._table.append(value)
+            self._table_bytes += 64 + len(str(value))
         return c
 
     def append(self, value: Any) -> None:
@@ -128,7 +130,7 @@ class Names(Sequence):  # type: ignore[type-arg]
 
     @property
     def nbytes(self) -> int:
-        return self._codes.nbytes + sum(64 + len(str(v)) for v in self._table)
+        return self._codes.nbytes + self._table_bytes
 
 
 def csr(rows: np.ndarray, cols: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -59,10 +59,17 @@ class SQLiteStore:
         path: a directory (created with user-only permissions) or ``None`` for
             a private in-memory database.
         busy_timeout_s: how long to wait for another writer's lock.
+        wal_checkpoint_pages: write-ahead log pages between automatic
+            checkpoints (``Config.wal_checkpoint_pages``).
     """
 
     def __init__(
-        self, path: str | os.PathLike[str] | None, *, busy_timeout_s: float = 30.0, read_only: bool = False
+        self,
+        path: str | os.PathLike[str] | None,
+        *,
+        busy_timeout_s: float = 30.0,
+        read_only: bool = False,
+        wal_checkpoint_pages: int = 8192,
     ) -> None:
         self.dir: Path | None = None
         self._busy_timeout_s = busy_timeout_s
@@ -113,6 +120,7 @@ class SQLiteStore:
                 if str(mode).lower() != "wal":  # pragma: no cover - filesystem without WAL support
                     raise StoreError(f"could not put {target!r} in WAL mode (got {mode!r})")
                 self.conn.execute("PRAGMA synchronous = NORMAL")
+                self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(wal_checkpoint_pages)}")
             self._check_schema() if read_only else self._migrate()
         except BaseException as exc:
             # a store that failed to open must not keep its file handle (the caller

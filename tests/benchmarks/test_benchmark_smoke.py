@@ -231,9 +231,11 @@ def test_engine_scale_reports_cost_memory_latency_and_edge_recall(tmp_path: Path
         assert r["engine_us_per_sentence"] > 0 and r["rss_bytes_per_sentence"] > 0 and r["disk_bytes_per_sentence"] > 0
         assert 4 * 384 < r["nbytes_per_sentence"]  # the vectors at least
         assert r["flat_p50"] > 0 and r["hybrid_p50"] > 0 and 0.5 <= r["edge_recall"] <= 1.0
+        # the engine cost of an add by stage, embedder excluded: every stage costs something
+        assert all(r[f"stage_{s}_us_last10"] > 0 for s in scale.STAGES if s != "derived")
     assert rows[1]["estimated_build_s"] > 0  # extrapolated from the first size
     text = scale.render(rows)
-    assert "HNSW kNN edge recall" in text and "Growth exponents" in text
+    assert "HNSW kNN edge recall" in text and "Growth exponents" in text and "by stage of an add" in text
 
 
 def test_bulk_ingest_is_compared_with_one_embed_call(embedder: Any, tmp_path: Path) -> None:

@@ -113,6 +113,8 @@ def test_invalid_limits_raise_config_error(kwargs: dict[str, Any]) -> None:
         {"embed_batch_size": "64"},
         {"busy_timeout_s": 0},
         {"busy_timeout_s": "30"},
+        {"wal_checkpoint_pages": 0},
+        {"wal_checkpoint_pages": 8192.0},
         {"graph": {"knn_k": 3}},
         {"hybrid": None},
         {"limits": GraphConfig()},

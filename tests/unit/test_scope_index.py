@@ -204,3 +204,57 @@ def test_sentence_ids_out_of_row_order_are_still_found() -> None:
     idx.add_sentence_edge(300, 500)
     assert idx.adjacency[0] == [2] and idx.adjacency[2] == [0]
     assert idx.msg_sents[1] == [1, 2]
+
+
+class _Recording:
+    """A FAISS index whose adds and searches record how many OpenMP threads they could use."""
+
+    def __init__(self, index: object, seen: list[tuple[str, int, int]]) -> None:
+        self._index, self._seen = index, seen
+
+    def __getattr__(self, name: str) -> object:
+        attr = getattr(self._index, name)
+        if name not in ("add", "add_with_ids", "search"):
+            return attr
+        import faiss
+
+        def call(x: np.ndarray, *args: object) -> object:
+            self._seen.append((name, len(x), faiss.omp_get_max_threads()))
+            return attr(x, *args)
+
+        return call
+
+
+def test_an_adds_few_vectors_go_to_faiss_on_one_thread_and_a_build_on_all() -> None:
+    """Small FAISS batches (an add's kNN edges, the gate's new facts) run single-threaded: OpenMP's
+    start-up cost more than their work (issue 14); a first build keeps every thread; the setting is restored."""
+    import faiss
+
+    from sgmem.gate.approx import IVFScorer
+
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(2)
+    try:
+        rng = np.random.default_rng(0)
+        vecs = rng.normal(size=(2600, 32)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        seen: list[tuple[str, int, int]] = []
+        ann = AnnIndex(32, 8, 40, 16)
+        ann.index = _Recording(ann.index, seen)
+        ann.extend(vecs[:2000])  # a first build
+        ann.extend(vecs[:2050])  # an add's 50 sentences
+        ann.top_k(vecs[2050:2100], vecs[:2050], 3)  # their kNN edges
+        ivf = IVFScorer.train(vecs[:2000], nprobe=4)
+        ivf.index = _Recording(ivf.index, seen)
+        ivf.add(np.arange(2000), vecs[:2000])  # attached to a loaded gate state
+        ivf.add(np.arange(2000, 2020), vecs[2000:2020])  # an add's new facts
+        assert seen == [
+            ("add", 2000, 2),
+            ("add", 50, 1),
+            ("search", 50, 1),
+            ("add_with_ids", 2000, 2),
+            ("add_with_ids", 20, 1),
+        ]
+        assert faiss.omp_get_max_threads() == 2  # restored
+    finally:
+        faiss.omp_set_num_threads(before)

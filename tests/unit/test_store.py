@@ -174,3 +174,22 @@ def test_two_memories_on_one_path_see_each_others_writes(store_path: Path) -> No
         assert {h.message_ids[0] for h in a.search("written", scope="s", k=5, mode="vector")} == {"a1", "b1"}
         with pytest.raises(sgmem.InvalidInputError):
             a.add({"role": "user", "content": "clash", "id": "b1"}, scope="s", thread="t")
+
+
+def test_the_write_ahead_log_is_checkpointed_at_the_configured_size(tmp_path: Path) -> None:
+    """Config.wal_checkpoint_pages reaches SQLite: past that many pages the log is copied into the database."""
+    emb = HashEmbedder()
+    wal_pages = {}
+    for pages in (None, 3):
+        cfg = sgmem.Config() if pages is None else sgmem.Config(wal_checkpoint_pages=pages)
+        path = tmp_path / f"m{pages}"
+        with sgmem.Memory(path, embedder=emb, config=cfg) as mem:
+            assert mem._store.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == cfg.wal_checkpoint_pages
+            for a in range(6):
+                msgs = [{"role": "user", "content": f"Note {a}-{i}: the violin lesson moved."} for i in range(30)]
+                mem.add(msgs, scope="a", thread="t")
+            wal = path / (DB_FILENAME + "-wal")
+            wal_pages[pages] = wal.stat().st_size // 4096 if wal.exists() else 0
+    # under the default the six adds accumulate in the log; at 3 pages each add's commit checkpoints
+    # and the next one writes the log from its start again (the file keeps its largest size)
+    assert wal_pages[None] > 3 * wal_pages[3]

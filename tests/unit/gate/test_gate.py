@@ -156,3 +156,66 @@ def test_auto_scorer_switches_at_the_configured_size() -> None:
     assert not gate.use_approx(99)
     assert gate.use_approx(100)
     assert not NoveltyGate(GateConfig(scorer="exact")).use_approx(10**6)
+
+
+class _CountingSearch:
+    """The IVF index of a gate state, counting the searches made on it."""
+
+    def __init__(self, index: object) -> None:
+        self._index, self.calls = index, 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._index, name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in ("_index", "calls"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._index, name, value)
+
+    def search(self, q: np.ndarray, k: int) -> object:
+        self.calls += 1
+        return self._index.search(q, k)
+
+
+def _route(gate: NoveltyGate, state: GateState, cands: np.ndarray, prefetch: bool) -> list[tuple]:
+    """Route candidates as the derived-memory engine does (merges: the normalised sum)."""
+    view = gate.fork(state)
+    if prefetch:
+        gate.prefetch(view, list(cands))
+    gate.begin_step(view)
+    out = []
+    for c in cands:
+        d = gate.decide(view, c)
+        if d.action == "add":
+            gate.added(view, c)
+        elif d.action == "update":
+            gate.updated(view, d.nearest, unit(view.vector(d.nearest) + c))
+        out.append((d.action, d.nearest, round(d.score, 12), d.scorer))
+    return out
+
+
+def test_an_add_searches_the_committed_index_once_per_batch_with_the_same_decisions() -> None:
+    """NoveltyGate.prefetch: a plan's candidates are looked up in the committed index together
+    (issue 14: one batched search instead of one per candidate) and routed exactly as before."""
+    dim = 32
+    vecs = _clustered(3000, dim, 0)
+    gate = NoveltyGate(GateConfig(scorer="approx", approx_k=64))
+    state = GateState(dim=dim)
+    view = gate.fork(state)
+    for v in vecs:
+        gate.added(view, v)
+    gate.commit(state, view, list(range(1, len(vecs) + 1)))
+    gate.attach_index(state, None, 0)
+    assert state.ivf is not None
+    counter = _CountingSearch(state.ivf.index)
+    state.ivf.index = counter
+    # repeats and near-repeats of stored facts, and new ones (the plan's own adds join the later scores)
+    cands = np.concatenate([vecs[:10], unit(vecs[10:25] + 0.3 * _clustered(15, dim, 5)), _clustered(15, dim, 7)])
+    one_by_one = _route(gate, state, cands, prefetch=False)
+    assert counter.calls == len(cands)
+    counter.calls = 0
+    batched = _route(gate, state, cands, prefetch=True)
+    assert batched == one_by_one
+    assert all(s == "approx" for *_, s in batched) and len({n for _, n, _, _ in batched}) > 5
+    assert counter.calls <= math.ceil(len(cands) / 16)
