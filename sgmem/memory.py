@@ -34,7 +34,7 @@ from .retrieval.index import ScopeIndex, load_scope_index
 from .retrieval.search import Ranked, Retriever, allowed_mask, turn_relevance
 from .store.paths import resolve_store_path
 from .store.pgsql import redact
-from .store.postgres import PostgresStore, is_postgres_target, is_url
+from .store.postgres import PostgresStore, is_postgres_target, is_url, server_dense
 from .store.sqlite import SQLiteStore
 from .text.tokens import count_tokens
 from .types import AddResult, DeleteReceipt, Hit, Message
@@ -134,6 +134,8 @@ class Memory(RecordMethods, AsyncMethods):
         self._where = getattr(self._store, "where", None) if shared else None
         try:
             self._store.bind_embedder(self.embedder.name, int(self.embedder.dim))
+            if shared:
+                self._store.dense = server_dense(self.config, self._store)  # type: ignore[attr-defined,arg-type]
         except BaseException:
             self._store.close()
             raise

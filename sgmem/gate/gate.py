@@ -82,6 +82,8 @@ class GateState:
     counts: dict[str, int] = field(default_factory=lambda: {ADD: 0, UPDATE: 0, NOOP: 0})
     version: int = 0
     ivf: IVFScorer | None = None
+    #: the server's nearest committed facts ``(c, k) -> (rows, cosines)`` (PostgreSQL + pgvector, ``Config.pg_dense``)
+    nearest: Any = None
     last: dict[str, float] = field(default_factory=dict)
     _buf: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     _row: dict[int, int] = field(default_factory=dict)
@@ -251,21 +253,27 @@ class NoveltyGate:
             return VmfScore(0.0, -1, 0.0), "none", 0.0
         ivf = view.state.ivf
         want_approx = self.use_approx(view.n) if exact is None else not exact
-        if want_approx and ivf is not None and ivf.ntotal == view.n_base and view.n_base:
+        if want_approx and view.n_base and (view.state.nearest is not None or (ivf is not None and ivf.ntotal == view.n_base)):
             return self._approx(view, ivf, c, kappa)
         cos = view.cosines(c)
         j = int(np.argmax(cos))
         s = log_mean_exp(kappa * cos.astype(np.float64)) / kappa
         return VmfScore(min(1.0, max(-1.0, s)), j, float(cos[j])), "exact", 0.0
 
-    def _approx(self, view: GateView, ivf: IVFScorer, c: np.ndarray, kappa: float) -> tuple[VmfScore, str, float]:
-        """Top-k from the committed index, corrected for this plan's own changes."""
+    def _approx(self, view: GateView, ivf: IVFScorer | None, c: np.ndarray, kappa: float) -> tuple[VmfScore, str, float]:
+        """Top-k from the committed index (or the server's, ``state.nearest``), corrected for this plan's own changes."""
         k = min(self.config.approx_k, view.n_base)
         c32 = np.asarray(c, dtype=np.float32).reshape(1, -1)
-        with view.lock:
-            ivf.index.nprobe = ivf.probes_for(k, self.config.approx_nprobe)
-            dist, rows = ivf.index.search(c32, k)
-        rows, cos = rows[0], dist[0].astype(np.float64)
+        if view.state.nearest is not None:
+            rows, cos = view.state.nearest(c32[0], k)
+            keep = rows < view.n_base
+            rows, cos = rows[keep], cos[keep]
+        else:
+            assert ivf is not None
+            with view.lock:
+                ivf.index.nprobe = ivf.probes_for(k, self.config.approx_nprobe)
+                dist, found = ivf.index.search(c32, k)
+            rows, cos = found[0], dist[0].astype(np.float64)
         keep = rows >= 0
         if view.patched:  # the index holds their old vectors: use the new ones
             keep &= ~np.isin(rows, np.fromiter(view.patched, dtype=np.int64))

@@ -30,13 +30,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .. import __version__
-from ..errors import DependencyError, InvalidInputError, SchemaVersionError, StoreError
+from ..errors import ConfigError, DependencyError, InvalidInputError, SchemaVersionError, StoreError
 from .connection import statements
 from .pgsql import PgConn, ddl, redact, translate_pg
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .sqlite import SQLiteStore
 
-__all__ = ["PostgresStore", "is_postgres_target", "is_url"]
+__all__ = ["PostgresStore", "is_postgres_target", "is_url", "server_dense"]
 
 _LOCK_CLASS = 0x53474D  # "SGM": the advisory-lock key space of sgmem (first key of the pair)
 _SCHEMA_LOCK = 0  # second key: migrations and the embedder binding
@@ -57,6 +57,19 @@ def is_postgres_target(path: Any) -> bool:
     if isinstance(path, str):
         return path.lower().startswith(_URL_PREFIXES)
     return all(hasattr(path, a) for a in ("getconn", "putconn")) and type(path).__module__.startswith("psycopg_pool")
+
+
+def server_dense(config: Any, store: PostgresStore) -> str:
+    """Resolve ``Config.pg_dense`` against the server: ``"server"`` or ``"host"``."""
+    want = config.pg_dense
+    if want == "server" and not store.pgvector:
+        raise ConfigError(
+            f"Config.pg_dense='server' needs pgvector on the PostgreSQL server {store.where!r}, which has none. "
+            "Install the extension (CREATE EXTENSION vector, as a role allowed to) or use pg_dense='host'."
+        )
+    if want == "auto":
+        return "server" if store.pgvector and store.vector_index == "hnsw" else "host"
+    return str(want)
 
 
 class PostgresStore(SQLiteStore):
@@ -87,6 +100,7 @@ class PostgresStore(SQLiteStore):
         self.read_only = False  # read-only opening is for a store directory (see Memory)
         self.vector_index = vector_index
         self.pgvector = False  # set by bind_embedder when the server has the extension
+        self.dense = "host"  # where nearest neighbours are found: "host" (FAISS cache) or "server" (Memory sets it)
         self._pool = None if isinstance(target, str) else target
         self._url = target if isinstance(target, str) else None
         self.where = redact(target) if isinstance(target, str) else f"pool {getattr(target, 'name', '')}".strip()
@@ -195,6 +209,8 @@ class PostgresStore(SQLiteStore):
             except self._psycopg.Error:  # not allowed to create it: stay on bytea + host FAISS
                 raw.execute("ROLLBACK TO SAVEPOINT sgmem_vector")
                 return False
+        if raw.execute("SELECT to_regtype('vector')").fetchone()[0] is None:
+            return False  # the extension lives in a schema outside this store's search_path: host FAISS
         twins = {
             r[0]
             for r in raw.execute(
@@ -236,20 +252,27 @@ class PostgresStore(SQLiteStore):
                 raw.execute(f"CREATE INDEX IF NOT EXISTS {table}_emb_hnsw ON {table} USING hnsw (emb vector_cosine_ops)")
         return True
 
-    def nearest(self, scope_id: int, query: Any, k: int, table: str = "sentences") -> list[tuple[int, float]]:
+    def nearest(
+        self, scope_id: int, query: Any, k: int, table: str = "sentences", kind: str | None = None
+    ) -> list[tuple[int, float]]:
         """The scope's ``k`` rows of ``table`` nearest to ``query`` by cosine, computed by the server.
 
         Needs pgvector (:attr:`pgvector`); exact unless an HNSW index exists
-        (``Config(pg_vector_index="hnsw")``). Returns ``(row id, cosine)`` best first.
+        (``Config(pg_vector_index="hnsw")``). ``kind`` filters ``derived`` rows
+        (``"fact"``, ...). Returns ``(row id, cosine)`` best first.
         """
         if not self.pgvector:
             raise StoreError("this PostgreSQL server has no pgvector: nearest() runs in the host's FAISS cache instead")
         if table not in _VECTOR_TABLES:
             raise InvalidInputError("table", table, f"one of {_VECTOR_TABLES}")
         text = "[" + ",".join(repr(float(x)) for x in query) + "]"
+        where: str = "scope_id = ?"
+        args: list[Any] = [scope_id]
+        if kind is not None:
+            where, args = where + " AND kind = ?", [scope_id, kind]
         rows = self.conn.execute(
-            f"SELECT id, 1 - (emb <=> ?::vector) FROM {table} WHERE scope_id = ? ORDER BY emb <=> ?::vector, id LIMIT ?",
-            (text, scope_id, text, int(k)),
+            f"SELECT id, 1 - (emb <=> ?::vector) FROM {table} WHERE {where} ORDER BY emb <=> ?::vector, id LIMIT ?",
+            (text, *args, text, int(k)),
         )
         return [(int(i), float(c)) for i, c in rows]
 
