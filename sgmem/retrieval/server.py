@@ -42,7 +42,9 @@ def server_cosines(idx: Any, q: np.ndarray, config: Any) -> np.ndarray | None:
     return out
 
 
-def gate_nearest(store: Any, scope_id: int, state: Any) -> Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]] | None:
+def gate_nearest(
+    store: Any, scope_id: int, state: Any
+) -> Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]] | None:
     """For the gate's approximate scorer: ``(rows, cosines)`` of the ``k`` committed facts nearest to ``c``.
 
     Rows index ``state``'s fact matrix; cosines are computed on the host from it.

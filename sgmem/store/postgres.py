@@ -89,9 +89,7 @@ class PostgresStore(SQLiteStore):
         try:
             import psycopg
         except ImportError as exc:
-            raise DependencyError(
-                "a PostgreSQL store needs psycopg 3: pip install 'sgmem[postgres]'"
-            ) from exc
+            raise DependencyError("a PostgreSQL store needs psycopg 3: pip install 'sgmem[postgres]'") from exc
         self.dir = None
         self.read_only = False  # a shared store is always opened for writing (SQLiteStore.read_only)
         self._busy_timeout_s = busy_timeout_s
@@ -138,7 +136,9 @@ class PostgresStore(SQLiteStore):
             return raw
         except self._psycopg.Error as exc:
             if isinstance(exc, self._psycopg.ProgrammingError) and "invalid" in str(exc).lower():
-                raise InvalidInputError("path", self.where, "a libpq URL such as postgresql://user@host:5432/db") from exc
+                raise InvalidInputError(
+                    "path", self.where, "a libpq URL such as postgresql://user@host:5432/db"
+                ) from exc
             raise StoreError(
                 f"could not connect to the PostgreSQL store {self.where!r}: {str(exc).strip().splitlines()[0]}. "
                 "Check the URL, that the server is running and that the role may log in."
@@ -221,7 +221,9 @@ class PostgresStore(SQLiteStore):
         if twins >= set(_VECTOR_TABLES):  # set up by an earlier open: take no table lock
             if self.vector_index == "hnsw":
                 for table in _VECTOR_TABLES:
-                    raw.execute(f"CREATE INDEX IF NOT EXISTS {table}_emb_hnsw ON {table} USING hnsw (emb vector_cosine_ops)")
+                    raw.execute(
+                        f"CREATE INDEX IF NOT EXISTS {table}_emb_hnsw ON {table} USING hnsw (emb vector_cosine_ops)"
+                    )
             return True
         # float32 little-endian bytes -> real[] (IEEE 754 decoded exactly; pgvector casts real[] to vector)
         raw.execute(
@@ -249,7 +251,9 @@ class PostgresStore(SQLiteStore):
             )
             raw.execute(f"UPDATE {table} SET emb = sgmem_f32(vec)::vector WHERE emb IS NULL")
             if self.vector_index == "hnsw":
-                raw.execute(f"CREATE INDEX IF NOT EXISTS {table}_emb_hnsw ON {table} USING hnsw (emb vector_cosine_ops)")
+                raw.execute(
+                    f"CREATE INDEX IF NOT EXISTS {table}_emb_hnsw ON {table} USING hnsw (emb vector_cosine_ops)"
+                )
         return True
 
     def nearest(
