@@ -31,6 +31,7 @@ from .llm import LLM
 from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords
 from .records import RecordMethods
 from .retrieval.index import ScopeIndex, load_scope_index
+from .retrieval.refresh import refresh_index
 from .retrieval.search import Ranked, Retriever, allowed_mask, turn_relevance
 from .store.paths import resolve_store_path
 from .store.pgsql import redact
@@ -236,6 +237,16 @@ class Memory(RecordMethods, AsyncMethods):
         with self._lock:
             gen = self._store.generation(scope_id)
             idx = self._indexes.get(scope_id)
+            if idx is not None and idx.generation != gen:  # another process wrote: append its rows if it only added
+                try:
+                    fresh = refresh_index(self._store, idx)
+                except BaseException:
+                    self._indexes.pop(scope_id)  # possibly half-extended: never served
+                    raise
+                if fresh:
+                    idx.dirty = self._cache_dir is not None
+                    self._indexes.put(scope_id, idx)  # re-counts its bytes
+                    return idx
             if idx is None or idx.generation != gen:
                 idx = load_scope_index(self._store, scope_id, int(self.embedder.dim), self._cache_dir)
                 self._indexes.put(scope_id, idx)
