@@ -381,6 +381,14 @@ class Config:
             else ``"host"``: without an index the server scans every row of the
             scope per query, measured slower than the host's RAM scan
             (``python -m benchmarks.postgres``).
+        pg_row_security: [D] PostgreSQL stores: row-level security as a second
+            wall between scopes for shared databases (off by default: every
+            query is already filtered by scope). On, each table holding scope
+            rows gets a policy that shows only the scope named by the session
+            setting ``sgmem.scope``, which the store sets per scope it touches;
+            any other client of the database without that setting sees no rows.
+            With it, :meth:`Memory.scopes` and whole-store ``stats()`` see only
+            the scope last used. Superusers and ``BYPASSRLS`` roles are exempt.
         cache_bytes: [D] memory for per-scope caches (each touched scope's
             retrieval index and derived-memory state, estimated in bytes);
             past it the least recently used scopes are dropped and rebuilt
@@ -425,6 +433,7 @@ class Config:
     context_turn_tokens: int = 40
     pg_vector_index: str = "none"
     pg_dense: str = "auto"
+    pg_row_security: bool = False
     cache_bytes: int = 256 * 1024 * 1024
     min_relevance: float | None = None
     dense_index: Literal["exact", "hnsw"] = "exact"
@@ -440,6 +449,7 @@ class Config:
             "None (the embedder's calibrated value) or a relevance in [0, 1] (0 turns the cutoff off)",
         )
         _check(self.pg_vector_index in ("none", "hnsw"), "Config.pg_vector_index", self.pg_vector_index, "'none' or 'hnsw'")
+        _check(isinstance(self.pg_row_security, bool), "Config.pg_row_security", self.pg_row_security, "True or False")
         _check(self.pg_dense in ("auto", "host", "server"), "Config.pg_dense", self.pg_dense, "'auto', 'host' or 'server'")
         _check(self.dense_index in ("exact", "hnsw"), "Config.dense_index", self.dense_index, "'exact' or 'hnsw'")
         _check(

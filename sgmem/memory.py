@@ -128,7 +128,12 @@ class Memory(RecordMethods, AsyncMethods):
         self.path = store_path
         self.read_only = read_only
         self._store: SQLiteStore = (
-            PostgresStore(path, busy_timeout_s=self.config.busy_timeout_s, vector_index=self.config.pg_vector_index)
+            PostgresStore(
+                path,
+                busy_timeout_s=self.config.busy_timeout_s,
+                vector_index=self.config.pg_vector_index,
+                row_security=self.config.pg_row_security,
+            )
             if shared
             else SQLiteStore(self.path, busy_timeout_s=self.config.busy_timeout_s, read_only=read_only)
         )

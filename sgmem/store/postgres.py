@@ -81,11 +81,21 @@ class PostgresStore(SQLiteStore):
             ``psycopg_pool.ConnectionPool`` (one connection is borrowed until close).
         busy_timeout_s: how long a writer waits for another writer's lock on the
             same scope before :class:`StoreBusyError`.
+        vector_index: ``"hnsw"`` builds pgvector HNSW indexes (``Config.pg_vector_index``).
+        row_security: row-level security (``Config.pg_row_security``): every
+            table with a ``scope_id`` (and ``scopes``) gets a policy
+            ``sgmem_scope`` that shows and accepts only the rows of the scope
+            named by the session setting ``sgmem.scope``, which this store sets
+            before it touches a scope. A query without the setting sees nothing.
+            Superusers and ``BYPASSRLS`` roles are exempt (PostgreSQL's rule):
+            run the app as an ordinary role.
     """
 
     backend = "postgres"
 
-    def __init__(self, target: Any, *, busy_timeout_s: float = 30.0, vector_index: str = "none") -> None:  # noqa: D107
+    def __init__(  # noqa: D107
+        self, target: Any, *, busy_timeout_s: float = 30.0, vector_index: str = "none", row_security: bool = False
+    ) -> None:
         try:
             import psycopg
         except ImportError as exc:
@@ -97,6 +107,8 @@ class PostgresStore(SQLiteStore):
         self._writing = False
         self.read_only = False  # read-only opening is for a store directory (see Memory)
         self.vector_index = vector_index
+        self.row_security = bool(row_security)
+        self._scope_of = threading.local()  # the scope this thread works on (sgmem.scope, for row security)
         self.pgvector = False  # set by bind_embedder when the server has the extension
         self.dense = "host"  # where nearest neighbours are found: "host" (FAISS cache) or "server" (Memory sets it)
         self._pool = None if isinstance(target, str) else target
@@ -108,6 +120,8 @@ class PostgresStore(SQLiteStore):
         self._raw = raw
         try:
             self._migrate()
+            if self.row_security:
+                self._setup_row_security()
             self.conn.id_tables = frozenset(
                 r[0]
                 for r in self.conn.execute(
@@ -158,7 +172,8 @@ class PostgresStore(SQLiteStore):
     def _migrate(self) -> None:
         with self.write() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (_LOCK_CLASS, _SCHEMA_LOCK))
-            conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+            if self._raw.execute("SELECT to_regclass('migrations')").fetchone()[0] is None:  # a role may lack CREATE
+                conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
             done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
             known = {name for name, _ in MIGRATIONS}
             unknown = done - known
@@ -181,6 +196,68 @@ class PostgresStore(SQLiteStore):
                     "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                     (key, value),
                 )
+
+    def _scoped_tables(self) -> list[str]:
+        """Base tables with a ``scope_id`` column (every table that holds a scope's rows), ``scopes`` aside."""
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
+                "ON t.table_schema = c.table_schema AND t.table_name = c.table_name "
+                "WHERE c.table_schema = current_schema() AND c.column_name = 'scope_id' "
+                "AND t.table_type = 'BASE TABLE' AND c.table_name != 'scopes' ORDER BY c.table_name"
+            )
+        ]
+
+    def _setup_row_security(self) -> None:
+        """Policies ``sgmem_scope`` on ``scopes`` and every scoped table (created once, by the tables' owner)."""
+        with self.write():
+            self.conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (_LOCK_CLASS, _SCHEMA_LOCK))
+            raw = self._raw
+            have = {
+                r[0]
+                for r in raw.execute(
+                    "SELECT tablename FROM pg_policies WHERE schemaname = current_schema() AND policyname = 'sgmem_scope'"
+                )
+            }
+            setting = "current_setting('sgmem.scope', true)"
+            for table in ["scopes", *self._scoped_tables()]:
+                if table in have:
+                    continue
+                rule = (
+                    f"name = {setting}"
+                    if table == "scopes"
+                    else f"scope_id = (SELECT s.id FROM scopes s WHERE s.name = {setting})"
+                )
+                try:
+                    raw.execute(f'ALTER TABLE "{table}" ENABLE ROW LEVEL SECURITY')
+                    raw.execute(f'ALTER TABLE "{table}" FORCE ROW LEVEL SECURITY')  # the owner too
+                    raw.execute(f'CREATE POLICY sgmem_scope ON "{table}" USING ({rule}) WITH CHECK ({rule})')
+                except self._psycopg.errors.InsufficientPrivilege as exc:
+                    raise StoreError(
+                        f"row_security=True: the policies of {self.where!r} are not set up and this role may not "
+                        f"create them on table {table!r}. Open the store once as the tables' owner with "
+                        "Config(pg_row_security=True)."
+                    ) from exc
+
+    def _use_scope(self, name: str) -> None:
+        """Row security: this thread now works on scope ``name`` (``sgmem.scope`` for this connection)."""
+        self._scope_of.name = name
+        if self.row_security:
+            self._raw.execute("SELECT set_config('sgmem.scope', %s, %s)", (name, self.conn.in_transaction))
+
+    def _scope_again(self) -> None:
+        """Row security, at the start of a transaction: ``sgmem.scope`` is this thread's scope (threads share the connection)."""
+        name = getattr(self._scope_of, "name", None)
+        if self.row_security and name is not None:
+            self._raw.execute("SELECT set_config('sgmem.scope', %s, true)", (name,))
+
+    def generation(self, scope_id: int) -> int:
+        """As :meth:`SQLiteStore.generation`; with row security, inside a transaction that sets this thread's scope."""
+        if not self.row_security or self.conn.in_transaction:
+            return super().generation(scope_id)
+        with self.read():
+            return super().generation(scope_id)
 
     def bind_embedder(self, name: str, dim: int) -> None:
         """Record the embedder on first use (one host wins a race); refuse a different one afterwards."""
@@ -296,6 +373,7 @@ class PostgresStore(SQLiteStore):
             raw = self._raw
             try:
                 raw.execute("BEGIN")
+                self._scope_again()
                 if timeout_s is not None:
                     raw.execute(f"SET LOCAL lock_timeout = {max(1, int(timeout_s * 1000))}")
             except self._psycopg.Error as exc:
@@ -327,6 +405,7 @@ class PostgresStore(SQLiteStore):
             self._alive()
             try:
                 self._raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                self._scope_again()
             except self._psycopg.Error as exc:
                 raise self.conn.translate(exc) from exc
             try:
@@ -358,6 +437,7 @@ class PostgresStore(SQLiteStore):
     # ------------------------------------------------------------------ scopes
     def scope_id(self, name: str, *, create: bool = False) -> int | None:
         """The scope's row id; inside a write, after taking the scope's advisory lock."""
+        self._use_scope(name)
         if self._writing:
             self.conn.execute("SELECT pg_advisory_xact_lock(?, hashtext(?))", (_LOCK_CLASS, f"sgmem.scope:{name}"))
         return super().scope_id(name, create=create)
@@ -371,15 +451,7 @@ class PostgresStore(SQLiteStore):
 
     def purge_scope(self, scope_id: int) -> int:
         """Remove every row of an emptied scope from every table, then the scope row; return rows removed."""
-        tables = [
-            r[0]
-            for r in self.conn.execute(
-                "SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
-                "ON t.table_schema = c.table_schema AND t.table_name = c.table_name "
-                "WHERE c.table_schema = current_schema() AND c.column_name = 'scope_id' "
-                "AND t.table_type = 'BASE TABLE' AND c.table_name != 'scopes' ORDER BY c.table_name"
-            )
-        ]
+        tables = self._scoped_tables()
         pending, removed = tables, 0
         for _ in range(len(tables) + 1):  # a parent table may have to wait until its children are emptied
             failed = []
