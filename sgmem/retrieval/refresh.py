@@ -61,6 +61,7 @@ def refresh_index(store: Any, idx: Any) -> bool:
         tedges = conn.execute(
             "SELECT src, dst FROM turn_edges WHERE scope_id = ? AND (src > ? OR dst > ?)", (sid, last_msg, last_msg)
         ).fetchall()
+        kw_new = _new_keywords(conn, sid, idx.keywords, last_msg) if idx.keywords is not None else None
     dim = int(idx.dim)
     for r in turns:
         idx.append_turn(
@@ -74,6 +75,38 @@ def refresh_index(store: Any, idx: Any) -> bool:
         idx.add_sentence_edge(int(a), int(b))
     for a, b in tedges:
         idx.add_turn_edge(int(a), int(b))
-    idx.keywords = None  # the keyword index reloads itself on its next use (sgmem.pyramid.retrieve.ensure_keywords)
+    if kw_new is not None:
+        idx.keywords.extend(kw_new, idx.msg_row)
     idx.generation = gen
     return True
+
+
+def _new_keywords(conn: Any, sid: int, kwi: Any, last_msg: int) -> Any:
+    """The keyword entries and postings the new messages brought, as :meth:`KeywordIndex.extend` takes them.
+
+    Vocabulary rows are only ever inserted by an add (and pruned by a delete,
+    which the caller's row counts turn into a rebuild), so every entry newer
+    than the newest canonical entry the index holds is new, save aliases it
+    already has.
+    """
+    from ..pyramid.vocabulary import Applied
+
+    known = max(kwi.ids, default=0)
+    entries = []
+    for db_id, lemma, canonical, blob in conn.execute(
+        "SELECT id, lemma, canonical_id, vec FROM vocabulary WHERE scope_id = ? AND id > ? ORDER BY id", (sid, known)
+    ):
+        if canonical is None and int(db_id) in kwi.local:
+            continue
+        if canonical is not None and kwi.lookup.get(lemma, -1) == kwi.local.get(int(canonical), -2):
+            continue  # an alias it already has
+        vec = np.frombuffer(blob, dtype=np.float32) if blob else None
+        entries.append((int(db_id), lemma, None if canonical is None else int(canonical), vec))
+    postings: dict[int, list[int]] = {}
+    for mid, kid in conn.execute(
+        "SELECT message_id, keyword_id FROM keyword_postings WHERE scope_id = ? AND message_id > ? "
+        "ORDER BY message_id, keyword_id",
+        (sid, last_msg),
+    ):
+        postings.setdefault(int(mid), []).append(int(kid))
+    return Applied(entries=entries, postings=list(postings.items()))

@@ -6,7 +6,7 @@ split's smallest conversation (369 turns); the data is located as in
 ``test_locomo_regression.py`` and the test is skipped, saying so, where it is
 absent. Texts are embedded once: the second store reuses the first's vectors
 (:class:`sgmem.eval.CachingEmbedder`), so the two stores see identical vectors.
-The same measurement on conv-26 is ``python -m benchmarks.postgres --only agreement``.
+The same measurement on conv-26 is ``python -m benchmarks.postgres --skip throughput langgraph dense refresh``.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import sgmem
+from sgmem.pyramid.vocabulary import load_keywords
 
 from .conftest import record_figure
 from .helpers import DEFAULT_MODES, FastEmbedder
@@ -77,15 +78,22 @@ def test_another_hosts_append_extends_this_hosts_index_in_place(pg_url: str) -> 
     queries = ["w1a0x writer 1", "w0a0x part 2", "Shared words for every writer", "w1a1x"]
     with sgmem.Memory(pg_url, embedder=FastEmbedder()) as here:
         here.add(add_messages(0, 0), scope=SCOPE, thread="here")
-        here.search("w0a0x", scope=SCOPE, k=3)
+        for mode in DEFAULT_MODES:  # every part of the cache is built (keyword index included)
+            here.search("w0a0x", scope=SCOPE, k=3, mode=mode)
         sid = here._store.scope_id(SCOPE)
         cached = here._indexes.get(sid)
+        assert cached.keywords is not None
         for i in range(2):
             _other_host(pg_url, "add", 1, i)
             theirs = {m["id"] for m in add_messages(1, i)}
             assert _ids(here.search(f"w1a{i}x", scope=SCOPE, k=3, mode="bm25")) == theirs
             assert here._indexes.get(sid) is cached, "an append by another host refreshes the cache in place"
         assert cached.n_turns == 3 * MSGS_PER_ADD
+        with here._store.read() as conn:  # the extended keyword index is the one a rebuild loads
+            kw = load_keywords(conn, sid, cached.dim, cached.msg_row)
+        got = cached.keywords
+        assert (got.words, got.rows, got.lookup, got.entry_keys) == (kw.words, kw.rows, kw.lookup, kw.entry_keys)
+        assert kw.words, "the messages have keywords"
         refreshed = _answers(here, queries)
         with sgmem.Memory(pg_url, embedder=FastEmbedder()) as rebuilt:  # a host that reads the scope from scratch
             assert _answers(rebuilt, queries) == refreshed
