@@ -15,6 +15,7 @@ failing server :class:`StoreError`, use after ``close()`` an :class:`SgmemError`
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
@@ -214,6 +215,9 @@ class PgConn:
         self.busy_timeout_s = busy_timeout_s
         self.total_changes = 0
         self.id_tables: frozenset[str] = frozenset()
+        # row security: run before a statement outside a transaction (sets sgmem.scope), under ``lock``
+        self.before_autocommit: Any = None
+        self.lock: Any = contextlib.nullcontext()
 
     def translate(self, exc: BaseException) -> BaseException:
         return translate_pg(exc, self.where, self.busy_timeout_s)
@@ -225,6 +229,13 @@ class PgConn:
         return bool(self.raw.info.transaction_status != TransactionStatus.IDLE)
 
     def execute(self, sql: str, parameters: Any = ()) -> PgCursor:
+        if self.before_autocommit is not None and not self.in_transaction:
+            with self.lock:  # the setting and the statement together (threads share the connection)
+                self.before_autocommit()
+                return self._execute(sql, parameters)
+        return self._execute(sql, parameters)
+
+    def _execute(self, sql: str, parameters: Any = ()) -> PgCursor:
         if sql.lstrip()[:6].upper() == "PRAGMA":  # SQLite's file settings mean nothing here: no rows
             return PgCursor(_NoRows(), self, None)
         query, returns_id = to_pg(sql, self.id_tables)

@@ -118,6 +118,9 @@ class PostgresStore(SQLiteStore):
         raw = self._connect()
         self.conn: Any = PgConn(raw, self.where, busy_timeout_s)
         self._raw = raw
+        if self.row_security:
+            self.conn.lock = self._lock
+            self.conn.before_autocommit = self._scope_again_session
         try:
             self._migrate()
             if self.row_security:
@@ -252,12 +255,11 @@ class PostgresStore(SQLiteStore):
         if self.row_security and name is not None:
             self._raw.execute("SELECT set_config('sgmem.scope', %s, true)", (name,))
 
-    def generation(self, scope_id: int) -> int:
-        """As :meth:`SQLiteStore.generation`; with row security, inside a transaction that sets this thread's scope."""
-        if not self.row_security or self.conn.in_transaction:
-            return super().generation(scope_id)
-        with self.read():
-            return super().generation(scope_id)
+    def _scope_again_session(self) -> None:
+        """Row security, before a statement outside a transaction: ``sgmem.scope`` is this thread's scope."""
+        name = getattr(self._scope_of, "name", None)
+        if name is not None:
+            self._raw.execute("SELECT set_config('sgmem.scope', %s, false)", (name,))
 
     def bind_embedder(self, name: str, dim: int) -> None:
         """Record the embedder on first use (one host wins a race); refuse a different one afterwards."""

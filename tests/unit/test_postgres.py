@@ -161,6 +161,7 @@ def test_cli_takes_a_store_url(
 def test_row_security_shows_each_scope_only_its_own_rows(pg_url: str, fake: HashEmbedder) -> None:
     """Config(pg_row_security=True): a client without ``sgmem.scope`` sees nothing; sgmem as an ordinary role works."""
     import uuid
+    from concurrent.futures import ThreadPoolExecutor
     from urllib.parse import parse_qs, quote, urlsplit
 
     import psycopg
@@ -188,6 +189,21 @@ def test_row_security_shows_each_scope_only_its_own_rows(pg_url: str, fake: Hash
         with sgmem.Memory(app_url, embedder=fake, config=cfg) as app:  # sgmem itself under the policies
             assert [h.text for h in app.search("bicycle", scope="alice", k=5)] == ["alice keeps a red bicycle"]
             assert {h.text for h in app.search("canoe", scope="bob", k=5)} == {"bob owns a blue canoe"}
+
+            def probe(scope: str, word: str, want: set[str]) -> object:  # threads of one Memory, different scopes
+                for _ in range(15):
+                    got = {h.text for h in app.search(word, scope=scope, k=5)}
+                    texts = {m.content for m in app.messages(scope=scope)}
+                    if got != want or texts != want:
+                        return got, texts
+                return None
+
+            with ThreadPoolExecutor(2) as pool:
+                runs = [
+                    pool.submit(probe, "alice", "bicycle", {"alice keeps a red bicycle"}),
+                    pool.submit(probe, "bob", "canoe", {"bob owns a blue canoe"}),
+                ]
+                assert [f.result() for f in runs] == [None, None]
             app.add([{"role": "user", "content": "carol paints"}], scope="carol", thread="t")
             assert [m.content for m in app.messages(scope="carol")] == ["carol paints"]
             app.delete(scope="bob")
