@@ -375,7 +375,8 @@ class Config:
             scope; the host scores those exactly and counts every other
             sentence as cosine −1 (as ``dense_index="hnsw"`` does), so results
             equal the host path's whenever the candidates cover the scope's
-            relevant sentences. Needs pgvector (a :class:`ConfigError` at
+            relevant sentences. The host still caches the vectors (it scores
+            the candidates, and the graph's kNN edges are found at write time). Needs pgvector (a :class:`ConfigError` at
             opening otherwise). ``"auto"`` (default): ``"server"`` when the
             server has pgvector *and* an HNSW index (``pg_vector_index="hnsw"``),
             else ``"host"``: without an index the server scans every row of the
