@@ -449,9 +449,13 @@ class Config:
             self.min_relevance,
             "None (the embedder's calibrated value) or a relevance in [0, 1] (0 turns the cutoff off)",
         )
-        _check(self.pg_vector_index in ("none", "hnsw"), "Config.pg_vector_index", self.pg_vector_index, "'none' or 'hnsw'")
+        _check(
+            self.pg_vector_index in ("none", "hnsw"), "Config.pg_vector_index", self.pg_vector_index, "'none' or 'hnsw'"
+        )
         _check(isinstance(self.pg_row_security, bool), "Config.pg_row_security", self.pg_row_security, "True or False")
-        _check(self.pg_dense in ("auto", "host", "server"), "Config.pg_dense", self.pg_dense, "'auto', 'host' or 'server'")
+        _check(
+            self.pg_dense in ("auto", "host", "server"), "Config.pg_dense", self.pg_dense, "'auto', 'host' or 'server'"
+        )
         _check(self.dense_index in ("exact", "hnsw"), "Config.dense_index", self.dense_index, "'exact' or 'hnsw'")
         _check(
             _is_int(self.dense_ann_min_sentences) and self.dense_ann_min_sentences >= 0,

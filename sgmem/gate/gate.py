@@ -253,14 +253,20 @@ class NoveltyGate:
             return VmfScore(0.0, -1, 0.0), "none", 0.0
         ivf = view.state.ivf
         want_approx = self.use_approx(view.n) if exact is None else not exact
-        if want_approx and view.n_base and (view.state.nearest is not None or (ivf is not None and ivf.ntotal == view.n_base)):
+        if (
+            want_approx
+            and view.n_base
+            and (view.state.nearest is not None or (ivf is not None and ivf.ntotal == view.n_base))
+        ):
             return self._approx(view, ivf, c, kappa)
         cos = view.cosines(c)
         j = int(np.argmax(cos))
         s = log_mean_exp(kappa * cos.astype(np.float64)) / kappa
         return VmfScore(min(1.0, max(-1.0, s)), j, float(cos[j])), "exact", 0.0
 
-    def _approx(self, view: GateView, ivf: IVFScorer | None, c: np.ndarray, kappa: float) -> tuple[VmfScore, str, float]:
+    def _approx(
+        self, view: GateView, ivf: IVFScorer | None, c: np.ndarray, kappa: float
+    ) -> tuple[VmfScore, str, float]:
         """Top-k from the committed index (or the server's, ``state.nearest``), corrected for this plan's own changes."""
         k = min(self.config.approx_k, view.n_base)
         c32 = np.asarray(c, dtype=np.float32).reshape(1, -1)

@@ -121,7 +121,9 @@ def translate_pg(exc: BaseException, where: str, busy_timeout_s: float) -> BaseE
     if isinstance(exc, psycopg.InterfaceError) or (
         isinstance(exc, psycopg.OperationalError) and "connection is closed" in str(exc).lower()
     ):
-        return SgmemError(f"the connection to {where!r} is closed ({text}); create a new sgmem.Memory(...) to reopen it.")
+        return SgmemError(
+            f"the connection to {where!r} is closed ({text}); create a new sgmem.Memory(...) to reopen it."
+        )
     if isinstance(
         exc,
         (psycopg.OperationalError, e.InsufficientPrivilege, e.DiskFull, e.ReadOnlySqlTransaction, e.AdminShutdown),

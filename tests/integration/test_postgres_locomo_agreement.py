@@ -38,5 +38,7 @@ def test_postgres_and_sqlite_give_the_same_top10_turns(embedder: sgmem.Embedder,
     cached = CachingEmbedder(embedder, tmp_path / "embeddings")
     out = agreement(server_url(), one, cached, conv=0)  # in a schema of its own, dropped afterwards
     assert out["questions"] >= 80
-    assert out["same_top10"] >= 0.95, f"same top-10 turns for only {out['same_top10']:.1%} of {out['questions']} questions"
+    assert out["same_top10"] >= 0.95, (
+        f"same top-10 turns for only {out['same_top10']:.1%} of {out['questions']} questions"
+    )
     assert out["postgres"]["recall10"] == pytest.approx(out["sqlite"]["recall10"], abs=0.02)
