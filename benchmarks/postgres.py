@@ -12,7 +12,12 @@ server answers). Measures, in one run:
    Stand-in embedder (hashed bag of words): this measures the stores, not MiniLM;
 3. the peer: LangGraph's ``PostgresStore`` with a pgvector index (exact, ``flat``)
    on the same turns and questions, through its store interface: evidence
-   recall@10 and put/search latency (needs ``--vector-url``, a server with pgvector).
+   recall@10 and put/search latency (needs ``--vector-url``, a server with pgvector);
+4. dense: on the pgvector server, the dense channel's neighbours found by the
+   host (FAISS, ``Config(pg_dense="host")``) or by the server (``"server"``,
+   exact ``<=>``): query latency of each and the share of same top-10 turns;
+5. refresh: a reader host's next search after another host's add (3 messages):
+   its cached index extended with the new rows vs rebuilt from the server.
 
 MiniLM vectors come from the embedding cache (``--cache``), so runs are short.
 """
@@ -244,7 +249,73 @@ def langgraph_peer(vector_url: str, locomo: Path, embedder: Any, conv: int = 0, 
             "search_p95_ms": float(np.percentile(lat, 95)), "recall10": statistics.mean(rec), "questions": len(qs)}
 
 
-def render(agree: dict[str, Any] | None, tput: list[dict[str, Any]] | None, peer: dict[str, Any] | None) -> str:
+def dense_paths(vector_url: str, locomo: Path, embedder: Any, conv: int = 0, max_questions: int | None = None) -> dict[str, Any]:
+    """Dense neighbours by the host's FAISS cache vs by the server (pgvector ``<=>``): latency and agreement."""
+    import sgmem
+    from sgmem.eval.locomo import load_locomo
+
+    c = load_locomo(locomo, conv + 1)[conv]
+    qs = c.questions[:max_questions]
+    url, drop = _schema(vector_url)
+    out: dict[str, Any] = {"conversation": c.sample_id, "questions": len(qs)}
+    try:
+        with sgmem.Memory(url, embedder=embedder) as mem:
+            for key, at, msgs in c.sessions:
+                mem.add(msgs, scope=c.sample_id, thread=key, at=at)
+            out["sentences"] = mem._index(mem._store.scope_id(c.sample_id)).n_sentences  # type: ignore[arg-type]
+        tops: dict[str, list[list[str]]] = {}
+        for dense in ("host", "server"):
+            with sgmem.Memory(url, embedder=embedder, config=sgmem.Config(pg_dense=dense)) as mem:
+                mem.search("warm up", scope=c.sample_id, k=10)
+                lat, tops[dense] = [], []
+                for q in qs:
+                    t0 = time.perf_counter()
+                    hits = mem.search(q.question, scope=c.sample_id, k=10)
+                    lat.append((time.perf_counter() - t0) * 1e3)
+                    tops[dense].append(_turns(hits))
+                out[dense] = {"p50_ms": statistics.median(lat), "p95_ms": float(np.percentile(lat, 95))}
+    finally:
+        drop()
+    out["same_top10"] = statistics.mean(a == b for a, b in zip(tops["host"], tops["server"], strict=True))
+    return out
+
+
+def refresh_cost(url: str, rounds: int = 10) -> dict[str, Any]:
+    """A reader's next search after another host's add: incremental refresh vs a rebuilt index (same run)."""
+    import sgmem
+
+    target, drop = _schema(url)
+    emb = StandIn()
+    lines = [f"note {i}: topic {i % 37} with item {i % 11} and place {i % 5}" for i in range(1500)]
+    try:
+        with sgmem.Memory(target, embedder=emb) as writer, sgmem.Memory(target, embedder=emb) as reader:
+            for i in range(0, len(lines), 50):
+                writer.add([{"role": "user", "content": t} for t in lines[i : i + 50]], scope="s", thread=f"t{i}")
+            reader.search("topic 3", scope="s", k=10)
+            sid = reader._store.scope_id("s")
+            times: dict[str, list[float]] = {"incremental": [], "rebuild": []}
+            for r in range(rounds):
+                for how in ("incremental", "rebuild"):
+                    msgs = [{"role": "user", "content": f"new {how} {r} {j} topic {j}"} for j in range(3)]
+                    writer.add(msgs, scope="s", thread="new")
+                    if how == "rebuild":
+                        reader._indexes.pop(sid)
+                    t0 = time.perf_counter()
+                    reader.search("topic 3", scope="s", k=10)
+                    times[how].append((time.perf_counter() - t0) * 1e3)
+            turns = reader._index(sid).n_turns  # type: ignore[arg-type]
+    finally:
+        drop()
+    return {"turns": turns, **{k: statistics.median(v) for k, v in times.items()}}
+
+
+def render(
+    agree: dict[str, Any] | None,
+    tput: list[dict[str, Any]] | None,
+    peer: dict[str, Any] | None,
+    dense: dict[str, Any] | None = None,
+    refresh: dict[str, Any] | None = None,
+) -> str:
     lines: list[str] = []
     if agree:
         s, p = agree["sqlite"], agree["postgres"]
@@ -264,6 +335,23 @@ def render(agree: dict[str, Any] | None, tput: list[dict[str, Any]] | None, peer
             f"LangGraph `PostgresStore` (pgvector, exact `flat` index, same MiniLM vectors, turns as items): "
             f"evidence recall@10 **{peer['recall10']:.3f}**, put p50 {peer['put_p50_ms']:.1f} ms (vectors cached), "
             f"search p50 {peer['search_p50_ms']:.1f} ms / p95 {peer['search_p95_ms']:.1f} ms.",
+            "",
+        ]
+    if dense:
+        h, v = dense["host"], dense["server"]
+        lines += [
+            f"Dense neighbours on the pgvector server ({dense['conversation']}, {dense['sentences']} sentences, "
+            f"{dense['questions']} questions, hybrid): by the host's FAISS cache p50 {h['p50_ms']:.1f} ms / p95 "
+            f"{h['p95_ms']:.1f} ms; by the server (exact `<=>`, `pg_dense=\"server\"`) p50 {v['p50_ms']:.1f} ms "
+            f"({v['p50_ms'] / h['p50_ms']:.2f}x) / p95 {v['p95_ms']:.1f} ms; same top-10 turns for "
+            f"**{dense['same_top10']:.1%}** of questions.",
+            "",
+        ]
+    if refresh:
+        lines += [
+            f"A reader's next search after another host's add of 3 messages ({refresh['turns']} turns, stand-in "
+            f"embedder): cached index extended **{refresh['incremental']:.1f} ms** vs rebuilt from the server "
+            f"{refresh['rebuild']:.1f} ms ({refresh['rebuild'] / refresh['incremental']:.1f}x), medians.",
             "",
         ]
     if tput:
@@ -288,7 +376,8 @@ def run_part(url: str | None, vector_url: str | None, locomo: Path, embedder: An
     agree = agreement(url, locomo, embedder(), 0, max_questions) if locomo.exists() else None
     vwhy = reachable(vector_url)
     peer = None if vwhy or not locomo.exists() else langgraph_peer(str(vector_url), locomo, embedder(), 0, max_questions)
-    text = render(agree, throughput(url, writers, adds=adds), peer)
+    dense = None if vwhy or not locomo.exists() else dense_paths(str(vector_url), locomo, embedder(), 0, max_questions)
+    text = render(agree, throughput(url, writers, adds=adds), peer, dense, refresh_cost(url, rounds=3))
     if vwhy:
         text += f"\n\nLangGraph `PostgresStore` peer not run: {vwhy} (it needs pgvector; pass --pgvector-url)."
     return text
@@ -304,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--conversation", type=int, default=0)
     p.add_argument("--max-questions", type=int, default=None)
     p.add_argument("--adds", type=int, default=15, help="throughput: adds (3 messages each) per writer")
-    p.add_argument("--skip", nargs="*", default=[], choices=["agreement", "throughput", "langgraph"])
+    p.add_argument("--skip", nargs="*", default=[], choices=["agreement", "throughput", "langgraph", "dense", "refresh"])
     args = p.parse_args(argv)
     if args.locomo is None:
         from benchmarks.quality import default_locomo_path
@@ -318,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     from sgmem.eval import CachingEmbedder
 
     emb = CachingEmbedder(default_embedder(), args.cache)
-    agree = tput = peer = None
+    agree = tput = peer = dense = refresh = None
     if "agreement" not in args.skip:
         agree = agreement(args.url, Path(args.locomo), emb, args.conversation, args.max_questions)
     if "langgraph" not in args.skip:
@@ -327,10 +416,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"LangGraph PostgresStore peer skipped: {vwhy}")
         else:
             peer = langgraph_peer(args.vector_url, Path(args.locomo), emb, args.conversation, args.max_questions)
+    if "dense" not in args.skip:
+        vwhy = reachable(args.vector_url)
+        if vwhy:
+            print(f"Dense-path comparison skipped: {vwhy}")
+        else:
+            dense = dense_paths(args.vector_url, Path(args.locomo), emb, args.conversation, args.max_questions)
     emb.save()
+    if "refresh" not in args.skip:
+        refresh = refresh_cost(args.url)
     if "throughput" not in args.skip:
         tput = throughput(args.url, adds=args.adds)
-    print(render(agree, tput, peer))
+    print(render(agree, tput, peer, dense, refresh))
     return 0
 
 

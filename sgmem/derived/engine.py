@@ -39,6 +39,7 @@ from ..gate.blas import single_thread_blas
 from ..gate.gate import Decision, GateState, GateView, NoveltyGate
 from ..gate.threshold import ADD, NOOP, UPDATE
 from ..llm import LLMUsage
+from ..retrieval.server import gate_nearest
 from ..store.sqlite import SQLiteStore
 from ..types import Hit, MemoryVersion
 from . import store as sql
@@ -162,6 +163,7 @@ class DerivedEngine:
                 if c is not None and c.version == version:
                     return c
             c = load_cache(conn, scope_id, self.dim, self.gate)
+            c.state.nearest = gate_nearest(self.store, scope_id, c.state)
             with self._lock:
                 self._caches[scope_id] = c
             return c
@@ -354,6 +356,7 @@ class DerivedEngine:
         version = sql.state_version(conn, scope_id)
         if version != plan.base_version or plan.view is None:
             fresh = load_cache(conn, scope_id, self.dim, self.gate)
+            fresh.state.nearest = gate_nearest(self.store, scope_id, fresh.state)
             plan.state, plan.base_version = fresh.state, version
             with single_thread_blas():
                 self._route(plan, prep, lambda ids: sql.texts_of(conn, ids))
@@ -496,6 +499,8 @@ class DerivedEngine:
             if plan.view is not None:
                 self.gate.commit(plan.state, plan.view, applied.new_ids, applied.trained)
             plan.state.version = applied.version
+            if plan.state.nearest is None:  # a new scope's state: the server's look-ups now have its id
+                plan.state.nearest = gate_nearest(self.store, scope_id, plan.state)
             if cached is None:  # a new scope: its tables are what was just stored
                 tables = fresh
             else:

@@ -83,6 +83,8 @@ class GateState:
     counts: dict[str, int] = field(default_factory=lambda: {ADD: 0, UPDATE: 0, NOOP: 0})
     version: int = 0
     ivf: IVFScorer | None = None
+    #: the server's nearest committed facts ``(c, k) -> (rows, cosines)`` (PostgreSQL + pgvector, ``Config.pg_dense``)
+    nearest: Any = None
     last: dict[str, float] = field(default_factory=dict)
     _buf: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     _row: dict[int, int] = field(default_factory=dict)
@@ -255,7 +257,11 @@ class NoveltyGate:
             return VmfScore(0.0, -1, 0.0), "none", 0.0
         ivf = view.state.ivf
         want_approx = self.use_approx(view.n) if exact is None else not exact
-        if want_approx and ivf is not None and ivf.ntotal == view.n_base and view.n_base:
+        if (
+            want_approx
+            and view.n_base
+            and (view.state.nearest is not None or (ivf is not None and ivf.ntotal == view.n_base))
+        ):
             return self._approx(view, ivf, c, kappa)
         cos = view.cosines(c)
         j = int(np.argmax(cos))
@@ -274,7 +280,7 @@ class NoveltyGate:
         the per-call overhead is paid once per batch instead of per candidate.
         """
         ivf = view.state.ivf
-        if not vecs or ivf is None or not view.n_base or ivf.ntotal != view.n_base:
+        if not vecs or ivf is None or view.state.nearest is not None or not view.n_base or ivf.ntotal != view.n_base:
             return
         if not self.use_approx(view.n_base + len(vecs)):
             return
@@ -298,18 +304,26 @@ class NoveltyGate:
                     view.prefetched[key] = (dist[j : j + 1], rows[j : j + 1])
         view.prefetched_k = k
 
-    def _approx(self, view: GateView, ivf: IVFScorer, c: np.ndarray, kappa: float) -> tuple[VmfScore, str, float]:
-        """Top-k from the committed index, corrected for this plan's own changes."""
+    def _approx(
+        self, view: GateView, ivf: IVFScorer | None, c: np.ndarray, kappa: float
+    ) -> tuple[VmfScore, str, float]:
+        """Top-k from the committed index (or the server's, ``state.nearest``), corrected for this plan's own changes."""
         k = min(self.config.approx_k, view.n_base)
         c32 = np.asarray(c, dtype=np.float32).reshape(1, -1)
-        hit = view.prefetched.get(c32.tobytes()) if view.prefetched_k == k else None
-        if hit is not None:
-            dist, rows = hit
+        if view.state.nearest is not None:
+            rows, cos = view.state.nearest(c32[0], k)
+            keep = rows < view.n_base
+            rows, cos = rows[keep], cos[keep]
         else:
-            with view.lock:
-                ivf.index.nprobe = ivf.probes_for(k, self.config.approx_nprobe)
-                dist, rows = ivf.index.search(c32, k)
-        rows, cos = rows[0], dist[0].astype(np.float64)
+            assert ivf is not None
+            hit = view.prefetched.get(c32.tobytes()) if view.prefetched_k == k else None
+            if hit is not None:
+                dist, found = hit
+            else:
+                with view.lock:
+                    ivf.index.nprobe = ivf.probes_for(k, self.config.approx_nprobe)
+                    dist, found = ivf.index.search(c32, k)
+            rows, cos = found[0], dist[0].astype(np.float64)
         keep = rows >= 0
         if view.patched:  # the index holds their old vectors: use the new ones
             keep &= ~np.isin(rows, np.fromiter(view.patched, dtype=np.int64))

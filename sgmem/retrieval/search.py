@@ -25,6 +25,7 @@ from ..text.lexical import analyze
 from .ann import approx_cosines
 from .graph import EPSILON, chunk_rows, expand, rank_chunks
 from .index import ScopeIndex
+from .server import server_cosines
 
 __all__ = ["Ranked", "Retriever", "turn_relevance"]
 
@@ -65,8 +66,10 @@ class Retriever:
         return idx.sentence_cosines(q)
 
     def _dense(self, idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
-        """Sentence cosines: every sentence, or HNSW candidates only (``Config.dense_index``)."""
-        approx = approx_cosines(idx, q, self.config)
+        """Sentence cosines: every sentence, or candidates only (the server's: ``Config.pg_dense``; HNSW's: ``dense_index``)."""
+        approx = server_cosines(idx, q, self.config)
+        if approx is None:
+            approx = approx_cosines(idx, q, self.config)
         return approx if approx is not None else idx.sentence_cosines(q)
 
     @staticmethod

@@ -15,6 +15,7 @@ failing server :class:`StoreError`, use after ``close()`` an :class:`SgmemError`
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
@@ -120,7 +121,9 @@ def translate_pg(exc: BaseException, where: str, busy_timeout_s: float) -> BaseE
     if isinstance(exc, psycopg.InterfaceError) or (
         isinstance(exc, psycopg.OperationalError) and "connection is closed" in str(exc).lower()
     ):
-        return SgmemError(f"the connection to {where!r} is closed ({text}); create a new sgmem.Memory(...) to reopen it.")
+        return SgmemError(
+            f"the connection to {where!r} is closed ({text}); create a new sgmem.Memory(...) to reopen it."
+        )
     if isinstance(
         exc,
         (psycopg.OperationalError, e.InsufficientPrivilege, e.DiskFull, e.ReadOnlySqlTransaction, e.AdminShutdown),
@@ -214,6 +217,9 @@ class PgConn:
         self.busy_timeout_s = busy_timeout_s
         self.total_changes = 0
         self.id_tables: frozenset[str] = frozenset()
+        # row security: run before a statement outside a transaction (sets sgmem.scope), under ``lock``
+        self.before_autocommit: Any = None
+        self.lock: Any = contextlib.nullcontext()
 
     def translate(self, exc: BaseException) -> BaseException:
         return translate_pg(exc, self.where, self.busy_timeout_s)
@@ -225,6 +231,13 @@ class PgConn:
         return bool(self.raw.info.transaction_status != TransactionStatus.IDLE)
 
     def execute(self, sql: str, parameters: Any = ()) -> PgCursor:
+        if self.before_autocommit is not None and not self.in_transaction:
+            with self.lock:  # the setting and the statement together (threads share the connection)
+                self.before_autocommit()
+                return self._execute(sql, parameters)
+        return self._execute(sql, parameters)
+
+    def _execute(self, sql: str, parameters: Any = ()) -> PgCursor:
         if sql.lstrip()[:6].upper() == "PRAGMA":  # SQLite's file settings mean nothing here: no rows
             return PgCursor(_NoRows(), self, None)
         query, returns_id = to_pg(sql, self.id_tables)

@@ -30,13 +30,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .. import __version__
-from ..errors import DependencyError, InvalidInputError, SchemaVersionError, StoreError
+from ..errors import ConfigError, DependencyError, InvalidInputError, SchemaVersionError, StoreError
 from .connection import statements
 from .pgsql import PgConn, ddl, redact, translate_pg
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .sqlite import SQLiteStore
 
-__all__ = ["PostgresStore", "is_postgres_target", "is_url"]
+__all__ = ["PostgresStore", "is_postgres_target", "is_url", "server_dense"]
 
 _LOCK_CLASS = 0x53474D  # "SGM": the advisory-lock key space of sgmem (first key of the pair)
 _SCHEMA_LOCK = 0  # second key: migrations and the embedder binding
@@ -59,6 +59,19 @@ def is_postgres_target(path: Any) -> bool:
     return all(hasattr(path, a) for a in ("getconn", "putconn")) and type(path).__module__.startswith("psycopg_pool")
 
 
+def server_dense(config: Any, store: PostgresStore) -> str:
+    """Resolve ``Config.pg_dense`` against the server: ``"server"`` or ``"host"``."""
+    want = config.pg_dense
+    if want == "server" and not store.pgvector:
+        raise ConfigError(
+            f"Config.pg_dense='server' needs pgvector on the PostgreSQL server {store.where!r}, which has none. "
+            "Install the extension (CREATE EXTENSION vector, as a role allowed to) or use pg_dense='host'."
+        )
+    if want == "auto":
+        return "server" if store.pgvector and store.vector_index == "hnsw" else "host"
+    return str(want)
+
+
 class PostgresStore(SQLiteStore):
     """Records, vectors and edges of every scope in one PostgreSQL database (or schema).
 
@@ -68,17 +81,25 @@ class PostgresStore(SQLiteStore):
             ``psycopg_pool.ConnectionPool`` (one connection is borrowed until close).
         busy_timeout_s: how long a writer waits for another writer's lock on the
             same scope before :class:`StoreBusyError`.
+        vector_index: ``"hnsw"`` builds pgvector HNSW indexes (``Config.pg_vector_index``).
+        row_security: row-level security (``Config.pg_row_security``): every
+            table with a ``scope_id`` (and ``scopes``) gets a policy
+            ``sgmem_scope`` that shows and accepts only the rows of the scope
+            named by the session setting ``sgmem.scope``, which this store sets
+            before it touches a scope. A query without the setting sees nothing.
+            Superusers and ``BYPASSRLS`` roles are exempt (PostgreSQL's rule):
+            run the app as an ordinary role.
     """
 
     backend = "postgres"
 
-    def __init__(self, target: Any, *, busy_timeout_s: float = 30.0, vector_index: str = "none") -> None:  # noqa: D107
+    def __init__(  # noqa: D107
+        self, target: Any, *, busy_timeout_s: float = 30.0, vector_index: str = "none", row_security: bool = False
+    ) -> None:
         try:
             import psycopg
         except ImportError as exc:
-            raise DependencyError(
-                "a PostgreSQL store needs psycopg 3: pip install 'sgmem[postgres]'"
-            ) from exc
+            raise DependencyError("a PostgreSQL store needs psycopg 3: pip install 'sgmem[postgres]'") from exc
         self.dir = None
         self.read_only = False  # a shared store is always opened for writing (SQLiteStore.read_only)
         self._busy_timeout_s = busy_timeout_s
@@ -86,7 +107,10 @@ class PostgresStore(SQLiteStore):
         self._writing = False
         self.read_only = False  # read-only opening is for a store directory (see Memory)
         self.vector_index = vector_index
+        self.row_security = bool(row_security)
+        self._scope_of = threading.local()  # the scope this thread works on (sgmem.scope, for row security)
         self.pgvector = False  # set by bind_embedder when the server has the extension
+        self.dense = "host"  # where nearest neighbours are found: "host" (FAISS cache) or "server" (Memory sets it)
         self._pool = None if isinstance(target, str) else target
         self._url = target if isinstance(target, str) else None
         self.where = redact(target) if isinstance(target, str) else f"pool {getattr(target, 'name', '')}".strip()
@@ -94,8 +118,13 @@ class PostgresStore(SQLiteStore):
         raw = self._connect()
         self.conn: Any = PgConn(raw, self.where, busy_timeout_s)
         self._raw = raw
+        if self.row_security:
+            self.conn.lock = self._lock
+            self.conn.before_autocommit = self._scope_again_session
         try:
             self._migrate()
+            if self.row_security:
+                self._setup_row_security()
             self.conn.id_tables = frozenset(
                 r[0]
                 for r in self.conn.execute(
@@ -124,7 +153,9 @@ class PostgresStore(SQLiteStore):
             return raw
         except self._psycopg.Error as exc:
             if isinstance(exc, self._psycopg.ProgrammingError) and "invalid" in str(exc).lower():
-                raise InvalidInputError("path", self.where, "a libpq URL such as postgresql://user@host:5432/db") from exc
+                raise InvalidInputError(
+                    "path", self.where, "a libpq URL such as postgresql://user@host:5432/db"
+                ) from exc
             raise StoreError(
                 f"could not connect to the PostgreSQL store {self.where!r}: {str(exc).strip().splitlines()[0]}. "
                 "Check the URL, that the server is running and that the role may log in."
@@ -144,7 +175,8 @@ class PostgresStore(SQLiteStore):
     def _migrate(self) -> None:
         with self.write() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (_LOCK_CLASS, _SCHEMA_LOCK))
-            conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+            if self._raw.execute("SELECT to_regclass('migrations')").fetchone()[0] is None:  # a role may lack CREATE
+                conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
             done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
             known = {name for name, _ in MIGRATIONS}
             unknown = done - known
@@ -167,6 +199,67 @@ class PostgresStore(SQLiteStore):
                     "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                     (key, value),
                 )
+
+    def _scoped_tables(self) -> list[str]:
+        """Base tables with a ``scope_id`` column (every table that holds a scope's rows), ``scopes`` aside."""
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
+                "ON t.table_schema = c.table_schema AND t.table_name = c.table_name "
+                "WHERE c.table_schema = current_schema() AND c.column_name = 'scope_id' "
+                "AND t.table_type = 'BASE TABLE' AND c.table_name != 'scopes' ORDER BY c.table_name"
+            )
+        ]
+
+    def _setup_row_security(self) -> None:
+        """Policies ``sgmem_scope`` on ``scopes`` and every scoped table (created once, by the tables' owner)."""
+        with self.write():
+            self.conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (_LOCK_CLASS, _SCHEMA_LOCK))
+            raw = self._raw
+            have = {
+                r[0]
+                for r in raw.execute(
+                    "SELECT tablename FROM pg_policies WHERE schemaname = current_schema() AND policyname = 'sgmem_scope'"
+                )
+            }
+            setting = "current_setting('sgmem.scope', true)"
+            for table in ["scopes", *self._scoped_tables()]:
+                if table in have:
+                    continue
+                rule = (
+                    f"name = {setting}"
+                    if table == "scopes"
+                    else f"scope_id = (SELECT s.id FROM scopes s WHERE s.name = {setting})"
+                )
+                try:
+                    raw.execute(f'ALTER TABLE "{table}" ENABLE ROW LEVEL SECURITY')
+                    raw.execute(f'ALTER TABLE "{table}" FORCE ROW LEVEL SECURITY')  # the owner too
+                    raw.execute(f'CREATE POLICY sgmem_scope ON "{table}" USING ({rule}) WITH CHECK ({rule})')
+                except self._psycopg.errors.InsufficientPrivilege as exc:
+                    raise StoreError(
+                        f"row_security=True: the policies of {self.where!r} are not set up and this role may not "
+                        f"create them on table {table!r}. Open the store once as the tables' owner with "
+                        "Config(pg_row_security=True)."
+                    ) from exc
+
+    def _use_scope(self, name: str) -> None:
+        """Row security: this thread now works on scope ``name`` (``sgmem.scope`` for this connection)."""
+        self._scope_of.name = name
+        if self.row_security:
+            self._raw.execute("SELECT set_config('sgmem.scope', %s, %s)", (name, self.conn.in_transaction))
+
+    def _scope_again(self) -> None:
+        """Row security, at the start of a transaction: ``sgmem.scope`` is this thread's scope (threads share the connection)."""
+        name = getattr(self._scope_of, "name", None)
+        if self.row_security and name is not None:
+            self._raw.execute("SELECT set_config('sgmem.scope', %s, true)", (name,))
+
+    def _scope_again_session(self) -> None:
+        """Row security, before a statement outside a transaction: ``sgmem.scope`` is this thread's scope."""
+        name = getattr(self._scope_of, "name", None)
+        if name is not None:
+            self._raw.execute("SELECT set_config('sgmem.scope', %s, false)", (name,))
 
     def bind_embedder(self, name: str, dim: int) -> None:
         """Record the embedder on first use (one host wins a race); refuse a different one afterwards."""
@@ -195,6 +288,8 @@ class PostgresStore(SQLiteStore):
             except self._psycopg.Error:  # not allowed to create it: stay on bytea + host FAISS
                 raw.execute("ROLLBACK TO SAVEPOINT sgmem_vector")
                 return False
+        if raw.execute("SELECT to_regtype('vector')").fetchone()[0] is None:
+            return False  # the extension lives in a schema outside this store's search_path: host FAISS
         twins = {
             r[0]
             for r in raw.execute(
@@ -205,7 +300,9 @@ class PostgresStore(SQLiteStore):
         if twins >= set(_VECTOR_TABLES):  # set up by an earlier open: take no table lock
             if self.vector_index == "hnsw":
                 for table in _VECTOR_TABLES:
-                    raw.execute(f"CREATE INDEX IF NOT EXISTS {table}_emb_hnsw ON {table} USING hnsw (emb vector_cosine_ops)")
+                    raw.execute(
+                        f"CREATE INDEX IF NOT EXISTS {table}_emb_hnsw ON {table} USING hnsw (emb vector_cosine_ops)"
+                    )
             return True
         # float32 little-endian bytes -> real[] (IEEE 754 decoded exactly; pgvector casts real[] to vector)
         raw.execute(
@@ -233,23 +330,32 @@ class PostgresStore(SQLiteStore):
             )
             raw.execute(f"UPDATE {table} SET emb = sgmem_f32(vec)::vector WHERE emb IS NULL")
             if self.vector_index == "hnsw":
-                raw.execute(f"CREATE INDEX IF NOT EXISTS {table}_emb_hnsw ON {table} USING hnsw (emb vector_cosine_ops)")
+                raw.execute(
+                    f"CREATE INDEX IF NOT EXISTS {table}_emb_hnsw ON {table} USING hnsw (emb vector_cosine_ops)"
+                )
         return True
 
-    def nearest(self, scope_id: int, query: Any, k: int, table: str = "sentences") -> list[tuple[int, float]]:
+    def nearest(
+        self, scope_id: int, query: Any, k: int, table: str = "sentences", kind: str | None = None
+    ) -> list[tuple[int, float]]:
         """The scope's ``k`` rows of ``table`` nearest to ``query`` by cosine, computed by the server.
 
         Needs pgvector (:attr:`pgvector`); exact unless an HNSW index exists
-        (``Config(pg_vector_index="hnsw")``). Returns ``(row id, cosine)`` best first.
+        (``Config(pg_vector_index="hnsw")``). ``kind`` filters ``derived`` rows
+        (``"fact"``, ...). Returns ``(row id, cosine)`` best first.
         """
         if not self.pgvector:
             raise StoreError("this PostgreSQL server has no pgvector: nearest() runs in the host's FAISS cache instead")
         if table not in _VECTOR_TABLES:
             raise InvalidInputError("table", table, f"one of {_VECTOR_TABLES}")
         text = "[" + ",".join(repr(float(x)) for x in query) + "]"
+        where: str = "scope_id = ?"
+        args: list[Any] = [scope_id]
+        if kind is not None:
+            where, args = where + " AND kind = ?", [scope_id, kind]
         rows = self.conn.execute(
-            f"SELECT id, 1 - (emb <=> ?::vector) FROM {table} WHERE scope_id = ? ORDER BY emb <=> ?::vector, id LIMIT ?",
-            (text, scope_id, text, int(k)),
+            f"SELECT id, 1 - (emb <=> ?::vector) FROM {table} WHERE {where} ORDER BY emb <=> ?::vector, id LIMIT ?",
+            (text, *args, text, int(k)),
         )
         return [(int(i), float(c)) for i, c in rows]
 
@@ -269,6 +375,7 @@ class PostgresStore(SQLiteStore):
             raw = self._raw
             try:
                 raw.execute("BEGIN")
+                self._scope_again()
                 if timeout_s is not None:
                     raw.execute(f"SET LOCAL lock_timeout = {max(1, int(timeout_s * 1000))}")
             except self._psycopg.Error as exc:
@@ -300,6 +407,7 @@ class PostgresStore(SQLiteStore):
             self._alive()
             try:
                 self._raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                self._scope_again()
             except self._psycopg.Error as exc:
                 raise self.conn.translate(exc) from exc
             try:
@@ -331,6 +439,7 @@ class PostgresStore(SQLiteStore):
     # ------------------------------------------------------------------ scopes
     def scope_id(self, name: str, *, create: bool = False) -> int | None:
         """The scope's row id; inside a write, after taking the scope's advisory lock."""
+        self._use_scope(name)
         if self._writing:
             self.conn.execute("SELECT pg_advisory_xact_lock(?, hashtext(?))", (_LOCK_CLASS, f"sgmem.scope:{name}"))
         return super().scope_id(name, create=create)
@@ -344,15 +453,7 @@ class PostgresStore(SQLiteStore):
 
     def purge_scope(self, scope_id: int) -> int:
         """Remove every row of an emptied scope from every table, then the scope row; return rows removed."""
-        tables = [
-            r[0]
-            for r in self.conn.execute(
-                "SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
-                "ON t.table_schema = c.table_schema AND t.table_name = c.table_name "
-                "WHERE c.table_schema = current_schema() AND c.column_name = 'scope_id' "
-                "AND t.table_type = 'BASE TABLE' AND c.table_name != 'scopes' ORDER BY c.table_name"
-            )
-        ]
+        tables = self._scoped_tables()
         pending, removed = tables, 0
         for _ in range(len(tables) + 1):  # a parent table may have to wait until its children are emptied
             failed = []

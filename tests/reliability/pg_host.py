@@ -1,7 +1,8 @@
 """Another app host for the PostgreSQL tests: one add or delete, in its own process.
 
-Usage: ``python pg_host.py URL add|delete W I`` adds (or deletes) the messages
-of ``workers.add_messages(W, I)`` in scope ``workers.SCOPE``, then prints ``OK``.
+Usage: ``python pg_host.py URL add|delete|swap W I`` adds (or deletes) the messages
+of ``workers.add_messages(W, I)`` in scope ``workers.SCOPE``, then prints ``OK``;
+``swap`` deletes them and then adds those of ``add_messages(W, I + 1)`` (two changes).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ def main() -> None:
             mem.add(add_messages(w, i), scope=SCOPE, thread=f"host-{w}")
         else:
             mem.delete(scope=SCOPE, message_ids=[m["id"] for m in add_messages(w, i)])
+            if action == "swap":
+                mem.add(add_messages(w, i + 1), scope=SCOPE, thread=f"host-{w}")
     print("OK", flush=True)
 
 

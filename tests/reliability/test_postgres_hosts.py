@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import sgmem
+from sgmem.pyramid.vocabulary import load_keywords
 
 from .conftest import record_figure
 from .helpers import DEFAULT_MODES, FastEmbedder
@@ -62,6 +63,61 @@ def test_another_hosts_write_is_found_and_its_delete_is_gone(pg_url: str) -> Non
             got = _ids(here.search("w1a0x writer 1 add 0", scope=SCOPE, k=50, kinds=[kind]))
             assert not got & theirs, kind
         assert "w1a0x" not in here.context("w1a0x writer 1", scope=SCOPE, budget_tokens=500)
+
+
+def _answers(mem: sgmem.Memory, queries: list[str]) -> list[list[tuple[str, float]]]:
+    return [
+        [(h.text, round(h.score, 5)) for h in mem.search(q, scope=SCOPE, k=8, mode=mode, min_score=0)]
+        for q in queries
+        for mode in DEFAULT_MODES
+    ]
+
+
+def test_another_hosts_append_extends_this_hosts_index_in_place(pg_url: str) -> None:
+    """An add by another host is appended to this host's cached index (no rebuild); answers equal a rebuilt one's."""
+    queries = ["w1a0x writer 1", "w0a0x part 2", "Shared words for every writer", "w1a1x"]
+    with sgmem.Memory(pg_url, embedder=FastEmbedder()) as here:
+        here.add(add_messages(0, 0), scope=SCOPE, thread="here")
+        for mode in DEFAULT_MODES:  # every part of the cache is built (keyword index included)
+            here.search("w0a0x", scope=SCOPE, k=3, mode=mode)
+        sid = here._store.scope_id(SCOPE)
+        cached = here._indexes.get(sid)
+        assert cached.keywords is not None
+        for i in range(2):
+            _other_host(pg_url, "add", 1, i)
+            theirs = {m["id"] for m in add_messages(1, i)}
+            assert _ids(here.search(f"w1a{i}x", scope=SCOPE, k=3, mode="bm25")) == theirs
+            assert here._indexes.get(sid) is cached, "an append by another host refreshes the cache in place"
+        assert cached.n_turns == 3 * MSGS_PER_ADD
+        with here._store.read() as conn:  # the extended keyword index is the one a rebuild loads
+            kw = load_keywords(conn, sid, cached.dim, cached.msg_row)
+        got = cached.keywords
+        assert (got.words, got.rows, got.lookup, got.entry_keys) == (kw.words, kw.rows, kw.lookup, kw.entry_keys)
+        assert kw.words, "the messages have keywords"
+        refreshed = _answers(here, queries)
+        with sgmem.Memory(pg_url, embedder=FastEmbedder()) as rebuilt:  # a host that reads the scope from scratch
+            assert _answers(rebuilt, queries) == refreshed
+        _other_host(pg_url, "delete", 1, 0)
+        assert not _ids(here.search("w1a0x writer 1 add 0", scope=SCOPE, k=50, mode="bm25")) & {
+            m["id"] for m in add_messages(1, 0)
+        }
+        assert here._indexes.get(sid) is not cached, "a delete by another host rebuilds the cache"
+
+
+def test_a_removal_followed_by_an_append_is_never_served_from_the_cache(pg_url: str) -> None:
+    """Another host deletes messages this host has cached, then adds new ones: the refresh must not keep the old."""
+    gone = {m["id"] for m in add_messages(1, 0)}
+    with sgmem.Memory(pg_url, embedder=FastEmbedder()) as here:
+        here.add(add_messages(0, 0), scope=SCOPE, thread="here")
+        here.add(add_messages(1, 0), scope=SCOPE, thread="host-1")  # this host caches them
+        assert _ids(here.search("w1a0x", scope=SCOPE, k=3, mode="bm25")) == gone
+        _other_host(pg_url, "swap", 1, 0)  # delete those, add (1, 1): as many messages as before
+        for mode in DEFAULT_MODES:
+            got = _ids(here.search("w1a0x writer 1 add 0 w1a1x", scope=SCOPE, k=50, mode=mode, min_score=0))
+            assert not got & gone, f"{mode} served a message another host deleted"
+        assert _ids(here.search("w1a1x", scope=SCOPE, k=3, mode="bm25")) == {m["id"] for m in add_messages(1, 1)}
+        sid = here._store.scope_id(SCOPE)
+        assert here._indexes.get(sid).n_turns == 2 * MSGS_PER_ADD
 
 
 @pytest.mark.slow

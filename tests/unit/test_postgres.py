@@ -121,7 +121,9 @@ def test_deleted_rows_are_gone_from_every_table(pg_url: str, fake: HashEmbedder)
     assert texts == [("Bob keeps bees.",)]
 
 
-def test_a_writer_held_up_by_another_host_gets_store_busy_error_and_stores_nothing(pg_url: str, fake: HashEmbedder) -> None:
+def test_a_writer_held_up_by_another_host_gets_store_busy_error_and_stores_nothing(
+    pg_url: str, fake: HashEmbedder
+) -> None:
     import time
 
     import psycopg
@@ -141,7 +143,9 @@ def test_a_writer_held_up_by_another_host_gets_store_busy_error_and_stores_nothi
         assert [m.id for m in mem.messages(scope="s")] == ["m0", "m1"]
 
 
-def test_cli_takes_a_store_url(pg_url: str, fake: HashEmbedder, capsys: pytest.CaptureFixture[str], monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_cli_takes_a_store_url(
+    pg_url: str, fake: HashEmbedder, capsys: pytest.CaptureFixture[str], monkeypatch, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     from sgmem import cli
 
     monkeypatch.setattr(cli, "_memory", lambda path: sgmem.Memory(path, embedder=fake))
@@ -152,3 +156,60 @@ def test_cli_takes_a_store_url(pg_url: str, fake: HashEmbedder, capsys: pytest.C
     out = capsys.readouterr().out
     assert "alice" in out and f"{len(CAT_THREAD)} messages" in out
     assert os.listdir(tmp_path) == [], "--store never falls back to a local directory"
+
+
+def test_row_security_shows_each_scope_only_its_own_rows(pg_url: str, fake: HashEmbedder) -> None:
+    """Config(pg_row_security=True): a client without ``sgmem.scope`` sees nothing; sgmem as an ordinary role works."""
+    import uuid
+    from concurrent.futures import ThreadPoolExecutor
+    from urllib.parse import parse_qs, quote, urlsplit
+
+    import psycopg
+
+    cfg = sgmem.Config(pg_row_security=True, min_relevance=0)
+    with sgmem.Memory(pg_url, embedder=fake, config=cfg) as mem:  # the tables' owner sets the policies up
+        mem.add([{"role": "user", "content": "alice keeps a red bicycle"}], scope="alice", thread="t")
+        mem.add([{"role": "user", "content": "bob owns a blue canoe"}] * 2, scope="bob", thread="t")
+    schema = parse_qs(urlsplit(pg_url).query)["options"][0].split("=", 1)[1].split(",")[0]
+    role = f"sgmem_app_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f'CREATE ROLE "{role}" NOLOGIN')
+        admin.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+        admin.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+        admin.execute(f'GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA "{schema}" TO "{role}"')
+    try:
+        with psycopg.connect(pg_url, autocommit=True) as c:  # another client of the database, as that role
+            c.execute(f'SET ROLE "{role}"')
+            for table in ("messages", "sentences", "scopes", "sentence_edges"):
+                assert c.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == 0, f"{table} without sgmem.scope"
+            c.execute("SET sgmem.scope = 'bob'")
+            assert {r[0] for r in c.execute("SELECT content FROM messages")} == {"bob owns a blue canoe"}
+            assert c.execute("SELECT COUNT(*) FROM scopes").fetchone()[0] == 1
+        app_url = pg_url.replace("options=", "options=" + quote(f"-crole={role} ", safe=""), 1)
+        with sgmem.Memory(app_url, embedder=fake, config=cfg) as app:  # sgmem itself under the policies
+            assert [h.text for h in app.search("bicycle", scope="alice", k=5)] == ["alice keeps a red bicycle"]
+            assert {h.text for h in app.search("canoe", scope="bob", k=5)} == {"bob owns a blue canoe"}
+
+            def probe(scope: str, word: str, want: set[str]) -> object:  # threads of one Memory, different scopes
+                for _ in range(15):
+                    got = {h.text for h in app.search(word, scope=scope, k=5)}
+                    texts = {m.content for m in app.messages(scope=scope)}
+                    if got != want or texts != want:
+                        return got, texts
+                return None
+
+            with ThreadPoolExecutor(2) as pool:
+                runs = [
+                    pool.submit(probe, "alice", "bicycle", {"alice keeps a red bicycle"}),
+                    pool.submit(probe, "bob", "canoe", {"bob owns a blue canoe"}),
+                ]
+                assert [f.result() for f in runs] == [None, None]
+            app.add([{"role": "user", "content": "carol paints"}], scope="carol", thread="t")
+            assert [m.content for m in app.messages(scope="carol")] == ["carol paints"]
+            app.delete(scope="bob")
+            assert app.messages(scope="bob") == []
+        assert _rows(pg_url, "SELECT COUNT(*) FROM messages")[0][0] == 2  # root (superuser) bypasses: alice, carol
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f'DROP OWNED BY "{role}"')
+            admin.execute(f'DROP ROLE "{role}"')
