@@ -390,6 +390,15 @@ class Config:
             nearest, exactly; every other sentence counts as cosine −1 (never a
             graph seed, last in the dense channels). Approximate: for very large
             scopes, measured by ``python -m benchmarks.scale``.
+        memory_unit: [D] what one hit of the turn-level modes (hybrid, vector,
+            bm25, pyramid, entity) is: ``"turn"`` (default; one message) or
+            ``"exchange"`` (MGRetrieval's memory unit, §3.1: one exchange, both
+            speakers — a user message and the reply to it, ``Hit.kind ==
+            "round"``). An exchange scores as its best turn
+            (:mod:`sgmem.retrieval.units`). ``"turn"`` measured better on the
+            LoCoMo dev split at an equal number of turns: recall@10 cat 1–4
+            79.9 vs 74.5, multi-hop 51.4 vs 40.5 (leave-one-conversation-out,
+            every fold chose the turn); see benchmarks/RESULTS.md, issue 15.
     """
 
     default_mode: str = "hybrid"
@@ -412,6 +421,7 @@ class Config:
     dense_index: Literal["exact", "hnsw"] = "exact"
     dense_ann_min_sentences: int = 200_000
     dense_ann_candidates: int = 2000
+    memory_unit: Literal["turn", "exchange"] = "turn"
 
     def __post_init__(self) -> None:
         _plain_numbers(self)
@@ -421,8 +431,16 @@ class Config:
             self.min_relevance,
             "None (the embedder's calibrated value) or a relevance in [0, 1] (0 turns the cutoff off)",
         )
-        _check(self.pg_vector_index in ("none", "hnsw"), "Config.pg_vector_index", self.pg_vector_index, "'none' or 'hnsw'")
+        _check(
+            self.pg_vector_index in ("none", "hnsw"), "Config.pg_vector_index", self.pg_vector_index, "'none' or 'hnsw'"
+        )
         _check(self.dense_index in ("exact", "hnsw"), "Config.dense_index", self.dense_index, "'exact' or 'hnsw'")
+        _check(
+            self.memory_unit in ("turn", "exchange"),
+            "Config.memory_unit",
+            self.memory_unit,
+            "'turn' (one message per hit) or 'exchange' (a message and its reply)",
+        )
         _check(
             _is_int(self.dense_ann_min_sentences) and self.dense_ann_min_sentences >= 0,
             "Config.dense_ann_min_sentences",

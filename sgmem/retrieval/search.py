@@ -22,6 +22,7 @@ from ..entities import retrieve as entity_retrieval
 from ..pyramid import retrieve as pyramid
 from ..text.dates import query_windows
 from ..text.lexical import analyze
+from . import units
 from .ann import approx_cosines
 from .graph import EPSILON, chunk_rows, expand, rank_chunks
 from .index import ScopeIndex
@@ -178,6 +179,26 @@ class Retriever:
         """
         if idx.n_turns == 0:
             return []
+        if self.config.memory_unit == "exchange" and mode in units.TURN_MODES:
+            # MGRetrieval's memory unit: rank turns, then group them into exchanges (sgmem.retrieval.units)
+            turns = self._search(
+                idx, mode, q, query, units.turns_wanted(k, idx.n_turns), allowed, texts, tools, entities
+            )
+            return units.exchanges(turns, idx.array("round_ids"), k, allowed, Ranked)
+        return self._search(idx, mode, q, query, k, allowed, texts, tools, entities)
+
+    def _search(
+        self,
+        idx: ScopeIndex,
+        mode: str,
+        q: np.ndarray,
+        query: str,
+        k: int,
+        allowed: np.ndarray | None,
+        texts: Callable[[list[int]], list[str]],
+        tools: pyramid.PyramidTools | None,
+        entities: entity_retrieval.EntityTools | None,
+    ) -> list[Ranked]:
         if mode == "entity":
             return self._entity(idx, q, query, k, allowed, entities)
         if mode == "sgrm":
