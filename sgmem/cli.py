@@ -248,6 +248,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         from .config import Config
 
         systems.insert(1, ("sgmem hybrid, exchange unit", "hybrid", Config(memory_unit="exchange")))
+    if args.speaker_match:
+        import dataclasses
+
+        from .config import Config
+
+        spk = Config().with_(hybrid=dataclasses.replace(Config().hybrid, speaker_match=1.0))
+        systems.insert(1, ("sgmem hybrid, speaker_match=1", "hybrid", spk))
     config = None
     if args.knn_index:
         import dataclasses
@@ -301,8 +308,9 @@ def _loo_report(args: argparse.Namespace, embedder: Any) -> str:
     with prepare(convs, embedder, progress=progress) as prep:
         if isinstance(embedder, CachingEmbedder):
             embedder.save()
-        # the memory unit (Config.memory_unit) is chosen per fold like the weights
-        ret = loo(prep, {**TUNED_GRID, "memory_unit": ["exchange"]}, recall_metric(), progress=progress)
+        # the memory unit and the speaker match (off by default) are chosen per fold like the weights
+        grid = {**TUNED_GRID, "memory_unit": ["exchange"], "hybrid.speaker_match": [0.0, 0.5, 1.0, 2.0]}
+        ret = loo(prep, grid, recall_metric(), progress=progress)
         parts += ["", render_loo(ret, "Retrieval weights (HybridConfig) and memory unit, by recall@10")]
         # the digest is chosen per fold on top of the retrieval setting that fold chose
         budget = args.budgets[0]
@@ -415,6 +423,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also run the hybrid with the exchange memory unit (Config.memory_unit='exchange': "
         "a message and its reply per hit) beside the default turn unit",
+    )
+    lo.add_argument(
+        "--speaker-match",
+        action="store_true",
+        help="also run the hybrid with HybridConfig.speaker_match=1 (a speaker's name in the question "
+        "matches the turns that speaker said)",
     )
     lo.add_argument(
         "--loo",

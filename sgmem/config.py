@@ -276,6 +276,18 @@ class HybridConfig:
         date_month_bonus: bonus for turns said inside a month the query names.
         date_slack_days: days added on each side of a named day.
         rest_weight: see ``w_sentence``.
+        speaker_match: in the lexical channel, a query word that names a
+            speaker of the scope ("What activities does *Melanie* partake
+            in?") matches only the turns that speaker said, at
+            ``speaker_match`` × its IDF over them, instead of every turn
+            holding the name — mostly lines said *to* her ("Thanks,
+            Melanie!") (:mod:`sgmem.retrieval.speakers`). [D] Off (0.0) by
+            default: on the LoCoMo dev split 1.0 gave recall@10 multi-hop
+            52.6 vs 51.4 and cat 1–4 80.2 vs 79.9, but adversarial questions
+            (about one speaker, answered by what the other said) 77.4 vs 79.2
+            (benchmarks/RESULTS.md, issue 15, with the leave-one-conversation-out
+            figures). Turn it on for memories where questions are about what
+            each person said themselves.
     """
 
     w_sentence: float = 1.0
@@ -293,6 +305,7 @@ class HybridConfig:
     date_month_bonus: float = 0.2
     date_slack_days: int = 1
     rest_weight: float = 0.1
+    speaker_match: float = 0.0
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -146,7 +146,8 @@ def recall_metric(ks: Sequence[int] = (10, 5, 20), mode: str = "hybrid") -> Metr
     """Evidence recall@k (``sgmem eval locomo``'s formula), chosen by the first k."""
 
     def fn(mem: Memory, scope: str, q: Question, _: Mapping[str, str]) -> list[float]:
-        turns = turns_of(mem.search(q.question, scope=scope, k=max(ks), mode=mode))
+        # min_score=0 as in `sgmem eval locomo`: recall@k measures the ranking, not the relevance cutoff
+        turns = turns_of(mem.search(q.question, scope=scope, k=max(ks), mode=mode, min_score=0))
         return [recall_at_k(turns, q.evidence, k) for k in ks]
 
     return Metric(tuple(f"recall@{k}" for k in ks), fn)

@@ -22,7 +22,7 @@ from ..entities import retrieve as entity_retrieval
 from ..pyramid import retrieve as pyramid
 from ..text.dates import query_windows
 from ..text.lexical import analyze
-from . import units
+from . import speakers, units
 from .ann import approx_cosines
 from .graph import EPSILON, chunk_rows, expand, rank_chunks
 from .index import ScopeIndex
@@ -121,13 +121,18 @@ class Retriever:
         return best, best_row
 
     @staticmethod
-    def lexical_scores(idx: ScopeIndex, terms: list[str], neighbour_weight: float) -> tuple[np.ndarray, float]:
+    def lexical_scores(
+        idx: ScopeIndex, terms: list[str], neighbour_weight: float, speaker_match: float = 0.0
+    ) -> tuple[np.ndarray, float]:
         """The lexical channel: each matched query term counts once, IDF-weighted.
 
         A term found only in the previous or next turn of the thread counts at
         ``neighbour_weight`` (SGRM chronological chaining). No length
         normalisation (BM25 with k1 → 0, b = 0). Scores are divided by the
-        query's total IDF, so they lie in [0, 1].
+        query's total IDF, so they lie in [0, 1]. With ``speaker_match`` > 0 a
+        term naming a speaker of the scope matches the turns that speaker said
+        and no other (:mod:`sgmem.retrieval.speakers`), weighted
+        ``speaker_match`` × its IDF over those turns.
         """
         n = idx.n_turns
         out = np.zeros(n)
@@ -135,8 +140,15 @@ class Retriever:
             return out, 0.0
         prev = idx.array("prev_row")
         nxt = idx.array("next_row")
+        spoken = speakers.speaker_rows(idx) if speaker_match > 0 else {}
         total = 0.0
         for t in dict.fromkeys(terms):
+            said = spoken.get(t)
+            if said is not None:  # a speaker's name: the turns she said (sgmem.retrieval.speakers)
+                w = speaker_match * math.log1p((n - said.size + 0.5) / (said.size + 0.5))
+                total += w
+                out[said] += w
+                continue
             w = idx.idf(t)
             total += w
             rows = idx.postings.get(t)
@@ -398,7 +410,7 @@ class Retriever:
         s_sent = np.where(np.isfinite(s_sent), s_sent, 0.0)
         s_turn = self.turn_cosines_from_sentences(idx, cos)
         terms = analyze(query)
-        s_lex, _ = self.lexical_scores(idx, terms, h.neighbour_weight)
+        s_lex, _ = self.lexical_scores(idx, terms, h.neighbour_weight, h.speaker_match)
         prev, nxt = idx.array("prev_row"), idx.array("next_row")
         # graph channel: SGMem seeds + h-hop expansion, mean sim of C* per turn, minus ε
         s_graph = np.zeros(idx.n_turns)
