@@ -284,9 +284,10 @@ class HybridConfig:
             Melanie!") (:mod:`sgmem.retrieval.speakers`). [D] Off (0.0) by
             default: on the LoCoMo dev split 1.0 gave recall@10 multi-hop
             52.6 vs 51.4 and cat 1–4 80.2 vs 79.9, but adversarial questions
-            (about one speaker, answered by what the other said) 77.4 vs 79.2
-            (benchmarks/RESULTS.md, issue 15, with the leave-one-conversation-out
-            figures). Turn it on for memories where questions are about what
+            (about one speaker, answered by what the other said) 77.4 vs 79.2;
+            leave-one-conversation-out five folds of six chose it, yet held out
+            it gained nothing (cat 1–4 79.8, multi-hop 51.1; benchmarks/RESULTS.md,
+            issue 15). Turn it on for memories where questions are about what
             each person said themselves.
     """
 
@@ -410,7 +411,7 @@ class Config:
             "round"``). An exchange scores as its best turn
             (:mod:`sgmem.retrieval.units`). ``"turn"`` measured better on the
             LoCoMo dev split at an equal number of turns: recall@10 cat 1–4
-            79.9 vs 74.5, multi-hop 51.4 vs 40.5 (leave-one-conversation-out,
+            79.9 vs 74.2, multi-hop 51.4 vs 40.2 (leave-one-conversation-out,
             every fold chose the turn); see benchmarks/RESULTS.md, issue 15.
     """
 
