@@ -244,6 +244,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
         base = Config()
         no_pyr = base.with_(hybrid=dataclasses.replace(base.hybrid, w_pyramid=0.0))
         systems[1:1] = [("sgmem hybrid, no pyramid channel", "hybrid", no_pyr), ("sgmem pyramid", "pyramid")]
+    if args.units:
+        from .config import Config
+
+        systems.insert(1, ("sgmem hybrid, exchange unit", "hybrid", Config(memory_unit="exchange")))
+    if args.speaker_match:
+        import dataclasses
+
+        from .config import Config
+
+        spk = Config().with_(hybrid=dataclasses.replace(Config().hybrid, speaker_match=1.0))
+        systems.insert(1, ("sgmem hybrid, speaker_match=1", "hybrid", spk))
     config = None
     if args.knn_index:
         import dataclasses
@@ -297,8 +308,10 @@ def _loo_report(args: argparse.Namespace, embedder: Any) -> str:
     with prepare(convs, embedder, progress=progress) as prep:
         if isinstance(embedder, CachingEmbedder):
             embedder.save()
-        ret = loo(prep, TUNED_GRID, recall_metric(), progress=progress)
-        parts += ["", render_loo(ret, "Retrieval weights (HybridConfig), by recall@10")]
+        # the memory unit and the speaker match (off by default) are chosen per fold like the weights
+        grid = {**TUNED_GRID, "memory_unit": ["exchange"], "hybrid.speaker_match": [0.0, 0.5, 1.0, 2.0]}
+        ret = loo(prep, grid, recall_metric(), progress=progress)
+        parts += ["", render_loo(ret, "Retrieval weights (HybridConfig) and memory unit, by recall@10")]
         # the digest is chosen per fold on top of the retrieval setting that fold chose
         budget = args.budgets[0]
         bases = {f.held_out: apply_overrides(prep.config, f.chosen) for f in ret.folds}
@@ -404,6 +417,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--pyramid",
         action="store_true",
         help="also run mode='pyramid' (MGRetrieval) and the hybrid without its pyramid channel",
+    )
+    lo.add_argument(
+        "--units",
+        action="store_true",
+        help="also run the hybrid with the exchange memory unit (Config.memory_unit='exchange': "
+        "a message and its reply per hit) beside the default turn unit",
+    )
+    lo.add_argument(
+        "--speaker-match",
+        action="store_true",
+        help="also run the hybrid with HybridConfig.speaker_match=1 (a speaker's name in the question "
+        "matches the turns that speaker said)",
     )
     lo.add_argument(
         "--loo",

@@ -276,6 +276,19 @@ class HybridConfig:
         date_month_bonus: bonus for turns said inside a month the query names.
         date_slack_days: days added on each side of a named day.
         rest_weight: see ``w_sentence``.
+        speaker_match: in the lexical channel, a query word that names a
+            speaker of the scope ("What activities does *Melanie* partake
+            in?") matches only the turns that speaker said, at
+            ``speaker_match`` × its IDF over them, instead of every turn
+            holding the name — mostly lines said *to* her ("Thanks,
+            Melanie!") (:mod:`sgmem.retrieval.speakers`). [D] Off (0.0) by
+            default: on the LoCoMo dev split 1.0 gave recall@10 multi-hop
+            52.6 vs 51.4 and cat 1–4 80.2 vs 79.9, but adversarial questions
+            (about one speaker, answered by what the other said) 77.4 vs 79.2;
+            leave-one-conversation-out five folds of six chose it, yet held out
+            it gained nothing (cat 1–4 79.8, multi-hop 51.1; benchmarks/RESULTS.md,
+            issue 15). Turn it on for memories where questions are about what
+            each person said themselves.
     """
 
     w_sentence: float = 1.0
@@ -293,6 +306,7 @@ class HybridConfig:
     date_month_bonus: float = 0.2
     date_slack_days: int = 1
     rest_weight: float = 0.1
+    speaker_match: float = 0.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -424,6 +438,15 @@ class Config:
             nearest, exactly; every other sentence counts as cosine −1 (never a
             graph seed, last in the dense channels). Approximate: for very large
             scopes, measured by ``python -m benchmarks.scale``.
+        memory_unit: [D] what one hit of the turn-level modes (hybrid, vector,
+            bm25, pyramid, entity) is: ``"turn"`` (default; one message) or
+            ``"exchange"`` (MGRetrieval's memory unit, §3.1: one exchange, both
+            speakers — a user message and the reply to it, ``Hit.kind ==
+            "round"``). An exchange scores as its best turn
+            (:mod:`sgmem.retrieval.units`). ``"turn"`` measured better on the
+            LoCoMo dev split at an equal number of turns: recall@10 cat 1–4
+            79.9 vs 74.2, multi-hop 51.4 vs 40.2 (leave-one-conversation-out,
+            every fold chose the turn); see benchmarks/RESULTS.md, issue 15.
     """
 
     default_mode: str = "hybrid"
@@ -449,6 +472,7 @@ class Config:
     dense_index: Literal["exact", "hnsw"] = "exact"
     dense_ann_min_sentences: int = 200_000
     dense_ann_candidates: int = 2000
+    memory_unit: Literal["turn", "exchange"] = "turn"
 
     def __post_init__(self) -> None:
         _plain_numbers(self)
@@ -466,6 +490,12 @@ class Config:
             self.pg_dense in ("auto", "host", "server"), "Config.pg_dense", self.pg_dense, "'auto', 'host' or 'server'"
         )
         _check(self.dense_index in ("exact", "hnsw"), "Config.dense_index", self.dense_index, "'exact' or 'hnsw'")
+        _check(
+            self.memory_unit in ("turn", "exchange"),
+            "Config.memory_unit",
+            self.memory_unit,
+            "'turn' (one message per hit) or 'exchange' (a message and its reply)",
+        )
         _check(
             _is_int(self.dense_ann_min_sentences) and self.dense_ann_min_sentences >= 0,
             "Config.dense_ann_min_sentences",

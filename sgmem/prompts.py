@@ -16,6 +16,7 @@ __all__ = [
     "MERGE_STRICT",
     "SESSION_SUMMARY",
     "PYRAMID_KEYWORD_EXTRACTION",
+    "PYRAMID_KEYWORD_GROUPING",
     "PYRAMID_KEYWORD_MATCHING",
     "PYRAMID_QUERY_KEYWORDS",
     "PYRAMID_REFLECT",
@@ -48,6 +49,21 @@ For each new keyword, give the existing entry that denotes the same concept (a s
 inflection variant), or null when no entry does. Do not map merely related concepts.
 Answer with one JSON object only, mapping every new keyword to an entry or null, for example \
 {{"puppy": "dog", "kayak": null}}."""
+
+#: §3.2 step 2, as published: the broader existing keywords a memory is also filed under.
+PYRAMID_KEYWORD_GROUPING = """You file a conversation memory under the index terms it belongs to.
+
+Keywords of the memory:
+{keywords}
+
+Index terms already in use:
+{vocabulary}
+
+For each keyword of the memory, list the index terms it can be grouped under: broader categories or \
+topics that include it (for example "Chicago" under "city" or "travel", "kickboxing" under "martial arts" \
+or "sport"), or [] when none does. A keyword is never grouped under itself or a mere synonym.
+Answer with one JSON object only, mapping every keyword of the memory to a list of index terms copied \
+exactly as written, for example {{"Chicago": ["city"], "pizza": []}}."""
 
 #: §3.3: select query keywords from the vocabulary.
 PYRAMID_QUERY_KEYWORDS = """Question: {question}

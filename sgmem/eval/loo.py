@@ -146,7 +146,8 @@ def recall_metric(ks: Sequence[int] = (10, 5, 20), mode: str = "hybrid") -> Metr
     """Evidence recall@k (``sgmem eval locomo``'s formula), chosen by the first k."""
 
     def fn(mem: Memory, scope: str, q: Question, _: Mapping[str, str]) -> list[float]:
-        turns = turns_of(mem.search(q.question, scope=scope, k=max(ks), mode=mode))
+        # min_score=0 as in `sgmem eval locomo`: recall@k measures the ranking, not the relevance cutoff
+        turns = turns_of(mem.search(q.question, scope=scope, k=max(ks), mode=mode, min_score=0))
         return [recall_at_k(turns, q.evidence, k) for k in ks]
 
     return Metric(tuple(f"recall@{k}" for k in ks), fn)
@@ -233,6 +234,8 @@ class FoldResult:
     train: float  # chosen setting's selected value on the other conversations (%)
     held: list[float]  # chosen setting's metric values on the held-out conversation (%), per metric name
     default: list[float]  # the defaults' values on the held-out conversation (%)
+    held_values: list[list[float]] = field(default_factory=list)  # per held-out question: the metric's values
+    categories: list[int] = field(default_factory=list)  # per held-out question: its LoCoMo category
 
 
 @dataclass
@@ -259,6 +262,22 @@ class LooResult:
         """The grid's best setting chosen and measured on all conversations (the optimistic figure)."""
         scored = [(_label(s), self.in_sample(i, s)) for s in self.settings]
         return max(scored, key=lambda t: t[1])
+
+    def by_category(self, i: int = 0, setting: Setting | None = None) -> dict[int, tuple[float, float]]:
+        """Per LoCoMo category: (held-out LOO value, in-sample value of ``setting``) of metric ``i``, in %."""
+        held: dict[int, list[float]] = {}
+        for f in self.folds:
+            for c, row in zip(f.categories, f.held_values, strict=True):
+                held.setdefault(c, []).append(row[i])
+        cats = [c for f in self.folds for c in f.categories]
+        vals = self.pooled[_label(setting or {})][self.names[i]]
+        ins: dict[int, list[float]] = {}
+        for c, v in zip(cats, vals, strict=True):
+            ins.setdefault(c, []).append(v)
+        return {
+            c: (100.0 * statistics.fmean(held[c]), 100.0 * statistics.fmean(ins.get(c, [float("nan")])))
+            for c in sorted(held)
+        }
 
 
 def loo(
@@ -333,6 +352,7 @@ def loo(
         best = int(np.nanargmax(train_scores))
         h = values(cfgs[best], held)
         d = values(bases[held], held)
+        held_cats = [q.category for q in convs[held].questions if q.category in cats]
         folds.append(
             FoldResult(
                 held,
@@ -341,6 +361,8 @@ def loo(
                 100.0 * train_scores[best],
                 [100.0 * float(x) for x in h.mean(axis=0)] if len(h) else [float("nan")] * len(metric.names),
                 [100.0 * float(x) for x in d.mean(axis=0)] if len(d) else [float("nan")] * len(metric.names),
+                h.tolist(),
+                held_cats,
             )
         )
     pooled: dict[str, dict[str, list[float]]] = {}
@@ -367,6 +389,12 @@ def render_loo(res: LooResult, title: str) -> str:
         "| in-sample, defaults | " + " | ".join(f"{res.in_sample(i):.1f}" for i in range(len(res.names))) + " |",
     ]
     sel = res.select
+    cat_names = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+    for c, (held_v, in_v) in res.by_category(sel).items():
+        lines.append(
+            f"| {res.names[sel]}, {cat_names.get(c, c)} (cat {c}): LOO / in-sample defaults | "
+            f"{held_v:.1f} / {in_v:.1f} |" + " |" * (len(res.names) - 1)
+        )
     label, best = res.best_in_sample(sel)
     lines += [
         f"| in-sample, best of grid by {res.names[sel]} ({label}) | "

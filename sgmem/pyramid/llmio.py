@@ -29,7 +29,7 @@ class Usage:
         errors: calls that raised (the rule was used); the last error's class
             name is in ``last_error``.
         ms: milliseconds spent waiting for the model.
-        by_kind: calls per purpose (``"extract"``, ``"match"``, ``"select"``, ``"reflect"``).
+        by_kind: calls per purpose (``"extract"``, ``"group"``, ``"match"``, ``"select"``, ``"reflect"``).
 
     The field names match what :mod:`sgmem.derived` reads to add the keyword
     calls of an add to ``AddResult.llm_*`` and the scope's LLM totals.

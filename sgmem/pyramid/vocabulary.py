@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..prompts import PYRAMID_KEYWORD_EXTRACTION, PYRAMID_KEYWORD_MATCHING
+from ..prompts import PYRAMID_KEYWORD_EXTRACTION, PYRAMID_KEYWORD_GROUPING, PYRAMID_KEYWORD_MATCHING
 from .config import PyramidConfig
 from .keywords import clean_llm_keywords, keyword_key, speaker_words, stem_key, turn_keywords
 from .llmio import Usage, call_json
@@ -286,7 +286,7 @@ def plan_keywords(
             if k not in snapshot.lookup and k not in new_keys:
                 new_keys.append(k)
     plan = KeywordPlan(per_message, usage=usage)
-    _group_under(per_message, snapshot, cfg, embed)
+    _group_under(per_message, snapshot, cfg, embed, llm, usage)
     if not new_keys:
         return plan
     merged: dict[str, str | None] = {k: None for k in new_keys}
@@ -338,14 +338,20 @@ def _group_under(
     snapshot: KeywordIndex,
     cfg: PyramidConfig,
     embed: Callable[[list[str]], np.ndarray] | None,
+    llm: Any = None,
+    usage: Usage | None = None,
 ) -> None:
     """File each memory also under existing vocabulary keywords its keywords can be grouped under (§3.2 step 2).
 
     The memory keeps every keyword of its own; the entries appended are taken
     only from the vocabulary as it was before this add ("Chicago" under an
-    existing "city"). [D] Without an LLM, "can be grouped under" is a keyword
-    embedding cosine ≥ ``group_cosine`` (at most ``group_max`` entries per memory,
-    closest first).
+    existing "city"). With an LLM (write-time keyword calls on, ``llm_keywords``):
+    one grouping call per memory (:data:`sgmem.prompts.PYRAMID_KEYWORD_GROUPING`)
+    over the ``llm_candidates`` vocabulary entries closest to its keywords;
+    output it cannot use falls back to the rule for that memory. [D] The rule,
+    without an LLM: "can be grouped under" is a keyword embedding cosine ≥
+    ``group_cosine``. Either way at most ``group_max`` entries per memory,
+    closest first.
     """
     if cfg.group_cosine is None or embed is None:
         return
@@ -357,13 +363,54 @@ def _group_under(
     row = {k: i for i, k in enumerate(keys)}
     for kws in per_message:
         own = set(kws)
+        if not own:
+            continue
         best: dict[str, float] = {}
+        chosen = _llm_group(llm, list(dict.fromkeys(kws)), sims, row, snapshot, cfg, usage) if llm is not None else None
         for k in own:
-            for j in np.flatnonzero(sims[row[k]] >= cfg.group_cosine):
+            for j in np.flatnonzero(sims[row[k]] >= cfg.group_cosine) if chosen is None else chosen.get(k, []):
                 w = snapshot.words[snapshot.entry_local[int(j)]]
                 if w not in own and float(sims[row[k], j]) > best.get(w, -1.0):
                     best[w] = float(sims[row[k], j])
         kws.extend(sorted(best, key=lambda w: -best[w])[: cfg.group_max])
+
+
+def _llm_group(
+    llm: Any,
+    keys: list[str],
+    sims: np.ndarray,
+    row: dict[str, int],
+    snapshot: KeywordIndex,
+    cfg: PyramidConfig,
+    usage: Usage | None,
+) -> dict[str, list[int]] | None:
+    """One grouping call for a memory's keywords: keyword -> vocabulary rows it is grouped under; None when unusable."""
+    per_key = max(1, cfg.llm_candidates // max(len(keys), 1))
+    shown: dict[str, int] = {}  # entry word -> its vocabulary row (the closest one)
+    for k in keys:
+        for j in np.argsort(-sims[row[k]])[:per_key]:
+            w = snapshot.words[snapshot.entry_local[int(j)]]
+            if w not in keys:
+                shown.setdefault(w, int(j))
+    if not shown:
+        return {}
+    prompt = PYRAMID_KEYWORD_GROUPING.format(
+        keywords="\n".join(f"- {k}" for k in keys),
+        vocabulary="\n".join(f"- {w}" for w in list(shown)[: cfg.llm_candidates]),
+    )
+    raw = call_json(llm, prompt, usage if usage is not None else Usage(), "group")
+    if not isinstance(raw, dict):
+        if raw is not None and usage is not None:
+            usage.malformed += 1
+        return None
+    by_key = {keyword_key(str(k)): v for k, v in raw.items()}
+    out: dict[str, list[int]] = {}
+    for k in keys:
+        v = by_key.get(k, [])
+        if not isinstance(v, list):
+            continue
+        out[k] = [shown[t] for t in (keyword_key(x) for x in v if isinstance(x, str)) if t in shown]
+    return out
 
 
 def _cosine_match(

@@ -22,6 +22,7 @@ from ..entities import retrieve as entity_retrieval
 from ..pyramid import retrieve as pyramid
 from ..text.dates import query_windows
 from ..text.lexical import analyze
+from . import speakers, units
 from .ann import approx_cosines
 from .graph import EPSILON, chunk_rows, expand, rank_chunks
 from .index import ScopeIndex
@@ -123,13 +124,18 @@ class Retriever:
         return best, best_row
 
     @staticmethod
-    def lexical_scores(idx: ScopeIndex, terms: list[str], neighbour_weight: float) -> tuple[np.ndarray, float]:
+    def lexical_scores(
+        idx: ScopeIndex, terms: list[str], neighbour_weight: float, speaker_match: float = 0.0
+    ) -> tuple[np.ndarray, float]:
         """The lexical channel: each matched query term counts once, IDF-weighted.
 
         A term found only in the previous or next turn of the thread counts at
         ``neighbour_weight`` (SGRM chronological chaining). No length
         normalisation (BM25 with k1 → 0, b = 0). Scores are divided by the
-        query's total IDF, so they lie in [0, 1].
+        query's total IDF, so they lie in [0, 1]. With ``speaker_match`` > 0 a
+        term naming a speaker of the scope matches the turns that speaker said
+        and no other (:mod:`sgmem.retrieval.speakers`), weighted
+        ``speaker_match`` × its IDF over those turns.
         """
         n = idx.n_turns
         out = np.zeros(n)
@@ -137,8 +143,15 @@ class Retriever:
             return out, 0.0
         prev = idx.array("prev_row")
         nxt = idx.array("next_row")
+        spoken = speakers.speaker_rows(idx) if speaker_match > 0 else {}
         total = 0.0
         for t in dict.fromkeys(terms):
+            said = spoken.get(t)
+            if said is not None:  # a speaker's name: the turns she said (sgmem.retrieval.speakers)
+                w = speaker_match * math.log1p((n - said.size + 0.5) / (said.size + 0.5))
+                total += w
+                out[said] += w
+                continue
             w = idx.idf(t)
             total += w
             rows = idx.postings.get(t)
@@ -181,6 +194,26 @@ class Retriever:
         """
         if idx.n_turns == 0:
             return []
+        if self.config.memory_unit == "exchange" and mode in units.TURN_MODES:
+            # MGRetrieval's memory unit: rank turns, then group them into exchanges (sgmem.retrieval.units)
+            turns = self._search(
+                idx, mode, q, query, units.turns_wanted(k, idx.n_turns), allowed, texts, tools, entities
+            )
+            return units.exchanges(turns, idx.array("round_ids"), k, allowed, Ranked)
+        return self._search(idx, mode, q, query, k, allowed, texts, tools, entities)
+
+    def _search(
+        self,
+        idx: ScopeIndex,
+        mode: str,
+        q: np.ndarray,
+        query: str,
+        k: int,
+        allowed: np.ndarray | None,
+        texts: Callable[[list[int]], list[str]],
+        tools: pyramid.PyramidTools | None,
+        entities: entity_retrieval.EntityTools | None,
+    ) -> list[Ranked]:
         if mode == "entity":
             return self._entity(idx, q, query, k, allowed, entities)
         if mode == "sgrm":
@@ -380,7 +413,7 @@ class Retriever:
         s_sent = np.where(np.isfinite(s_sent), s_sent, 0.0)
         s_turn = self.turn_cosines_from_sentences(idx, cos)
         terms = analyze(query)
-        s_lex, _ = self.lexical_scores(idx, terms, h.neighbour_weight)
+        s_lex, _ = self.lexical_scores(idx, terms, h.neighbour_weight, h.speaker_match)
         prev, nxt = idx.array("prev_row"), idx.array("next_row")
         # graph channel: SGMem seeds + h-hop expansion, mean sim of C* per turn, minus ε
         s_graph = np.zeros(idx.n_turns)

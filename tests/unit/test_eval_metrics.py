@@ -162,6 +162,10 @@ def test_loo_chooses_on_the_other_conversations(embedder: sgmem.Embedder, tmp_pa
     assert res.loo() == 100.0 and res.in_sample() == 100.0
     assert res.in_sample(0, grid[1]) < 100.0
     assert "cross-validated (LOO)" in render_loo(res, "t")
+    # per category: held-out and in-sample (the figures the issue asks for per category)
+    assert res.by_category() == {4: (100.0, 100.0)}
+    assert res.by_category(0, grid[1])[4][1] < 100.0
+    assert "single-hop (cat 4): LOO / in-sample defaults | 100.0 / 100.0" in render_loo(res, "t")
 
 
 def test_loo_refuses_a_single_conversation(embedder: sgmem.Embedder, tmp_path) -> None:  # type: ignore[no-untyped-def]
