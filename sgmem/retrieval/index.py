@@ -14,7 +14,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +28,18 @@ from .compact import Column, Grow, Lazy, Names, Neighbours, Postings
 __all__ = ["ScopeIndex", "discard_cache", "load_scope_index"]
 
 
+_FAISS: Any = None
+
+
 def _faiss() -> Any:
-    try:
-        import faiss
-    except ImportError as exc:  # pragma: no cover - faiss-cpu is a core dependency
-        raise DependencyError("sgmem needs faiss-cpu: pip install sgmem") from exc
-    return faiss
+    global _FAISS
+    if _FAISS is None:
+        try:
+            import faiss
+        except ImportError as exc:  # pragma: no cover - faiss-cpu is a core dependency
+            raise DependencyError("sgmem needs faiss-cpu: pip install sgmem") from exc
+        _FAISS = faiss
+    return _FAISS
 
 
 def _new_flat(dim: int) -> Any:
@@ -132,6 +138,7 @@ class ScopeIndex:
         self.adjacency = Neighbours()
         self._np_cache: dict[str, np.ndarray] = {}
         self._turn_norms: np.ndarray | None = None
+        self._vec_view: tuple[tuple[int, int], np.ndarray] | None = None
 
     # ---------------------------------------------------------------- views
     @property
@@ -215,6 +222,15 @@ class ScopeIndex:
         ids = self._term_ids.view()[ptr[row] : ptr[row + 1]]
         return frozenset(self._words[i] for i in ids.tolist())
 
+    def matched_terms(self, row: int, terms: set[str]) -> list[str]:
+        """The sorted ``terms`` that turn ``row`` holds (``sorted(terms & self.terms[row])`` without the set)."""
+        ids = {i for i in (self._vocab.get(t) for t in terms) if i is not None}
+        if not ids:
+            return []
+        ptr = self._term_ptr.view()
+        own = self._term_ids.view()[ptr[row] : ptr[row + 1]].tolist()
+        return sorted({self._words[i] for i in own if i in ids})
+
     def turn_sentences(self, row: int) -> list[int]:
         starts = self._turn_first_sentence()
         return list(range(int(starts[row]), int(starts[row + 1])))
@@ -246,8 +262,11 @@ class ScopeIndex:
         return _view(self.turn_index)
 
     def sentence_vectors(self) -> np.ndarray:
-        """(n_sentences, dim) view of the sentence vectors."""
-        return _view(self.sent_index)
+        """(n_sentences, dim) view of the sentence vectors (valid until the next append)."""
+        key = (id(self.sent_index), self.sent_index.ntotal)
+        if self._vec_view is None or self._vec_view[0] != key:
+            self._vec_view = (key, _view(self.sent_index))
+        return self._vec_view[1]
 
     def sentence_cosines(self, q: np.ndarray) -> np.ndarray:
         """``q ·`` every sentence vector (float32), by FAISS's SIMD kernel: the scan of a flat search."""
@@ -302,6 +321,12 @@ class ScopeIndex:
             elif name == "sent_starts":
                 owner = self.array("sent_msg")
                 arr = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if owner.size else owner
+            elif name == "sent_turns":  # the turn row of each run in sent_starts
+                arr = self.array("sent_msg")[self.array("sent_starts")]
+            elif name == "sent_counts":  # sentences in each run of sent_starts
+                arr = np.diff(np.r_[self.array("sent_starts"), self.n_sentences])
+            elif name == "turn_first":  # first sentence row of each turn, and n_sentences at the end
+                arr = self._turn_first_sentence()
             elif name in ("threads", "speakers"):
                 arr = getattr(self, "_" + name).values()
             elif name == "sessions":
@@ -324,6 +349,13 @@ class ScopeIndex:
                     raise KeyError(f"ScopeIndex has no column {name!r}")
                 arr = col.view()
             self._np_cache[name] = arr
+        return arr
+
+    def derived(self, key: str, build: Callable[[], np.ndarray]) -> np.ndarray:
+        """A per-query-invariant array (e.g. a prior over the turns), built once until the next change."""
+        arr = self._np_cache.get(key)
+        if arr is None:
+            arr = self._np_cache[key] = build()
         return arr
 
     def msg_row(self, message_id: int) -> int | None:
@@ -377,6 +409,7 @@ class ScopeIndex:
     # --------------------------------------------------------------- append
     def _changed(self) -> None:
         self._np_cache.clear()
+        self._vec_view = None
 
     def append_turn(
         self,
