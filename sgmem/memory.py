@@ -30,8 +30,8 @@ from .gate.blas import single_thread_blas
 from .llm import LLM
 from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords
 from .records import RecordMethods
-from .retrieval.index import ScopeIndex, load_scope_index
 from .retrieval.dense import relevance_of_rows
+from .retrieval.index import ScopeIndex, load_scope_index
 from .retrieval.search import Ranked, Retriever, allowed_mask
 from .store.paths import resolve_store_path
 from .store.pgsql import redact

@@ -494,9 +494,7 @@ def _group_max(idx: ScopeIndex, values: np.ndarray, codes: str) -> np.ndarray:
     groups = idx.array(codes)
     # the turns sorted by group (cached until the index changes): a segment max instead of ufunc.at
     order = idx.derived(f"order:{codes}", lambda: np.argsort(groups, kind="stable"))
-    starts = idx.derived(
-        f"starts:{codes}", lambda: np.flatnonzero(np.r_[True, np.diff(groups[order]) != 0])
-    )
+    starts = idx.derived(f"starts:{codes}", lambda: np.flatnonzero(np.r_[True, np.diff(groups[order]) != 0]))
     best = np.maximum.reduceat(values[order], starts)
     best = np.where(np.isfinite(best), best, 0.0)
     out = np.empty_like(best, shape=values.shape)
