@@ -13,12 +13,13 @@ for those turns alone, never as an array over the scope.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from .index import ScopeIndex, _inner_products
 
-__all__ = ["TurnDense", "relevance_of_rows", "turn_relevance"]
+__all__ = ["Approx", "TurnDense", "ann_cosines", "relevance_of_rows", "score_rows", "turn_relevance"]
 
 
 class TurnDense:
@@ -82,11 +83,80 @@ def _row_sentences(idx: ScopeIndex, rows: np.ndarray) -> tuple[np.ndarray, np.nd
     return sel.astype(np.int64), counts
 
 
+def score_rows(idx: ScopeIndex, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``q ·`` the sentence vectors of ``rows`` (float32, the kernel of :meth:`ScopeIndex.sentence_cosines`)."""
+    if not len(rows):
+        return np.zeros(0, dtype=np.float32)
+    return _inner_products(_Rows(idx.sentence_vectors()[rows]), q)
+
+
+class Approx:
+    """Sentence cosines under the approximate dense index: exact where scored, −1 elsewhere."""
+
+    __slots__ = ("cos", "scored")
+
+    def __init__(self, cos: np.ndarray, scored: np.ndarray) -> None:
+        self.cos, self.scored = cos, scored
+
+    def complete(self, idx: ScopeIndex, q: np.ndarray, rows: Sequence[int]) -> np.ndarray:
+        """Score the sentence ``rows`` not scored yet (graph neighbours of the seeds); returns them."""
+        r = np.asarray(rows, dtype=np.int64)
+        r = r[~self.scored[r]]
+        if r.size:
+            self.cos[r] = score_rows(idx, q, r)
+            self.scored[r] = True
+        return r
+
+
+def ann_cosines(idx: ScopeIndex, q: np.ndarray, config: Any, turns: np.ndarray | None = None) -> Approx | None:
+    """Sentence cosines from the HNSW index when ``config`` (a :class:`sgmem.Config`) asks for them.
+
+    [D] The ``dense_ann_candidates`` sentences the HNSW index finds nearest
+    (:mod:`sgmem.retrieval.ann`; ``efSearch`` = max(``knn_hnsw_ef_search``,
+    2 × candidates)) select turns; every sentence of those turns, of their
+    chronological neighbours and of the extra ``turns`` (the hybrid passes
+    its lexical matches) is scored exactly, so those turns' dense channels are
+    the exact ones; every other sentence counts as cosine −1. The vector work is
+    that of a few thousand sentences whatever the scope's size. None when the
+    scope is to be scanned exactly (``Config.dense_index="exact"`` or a scope
+    below ``dense_ann_min_sentences``).
+    """
+    if config.dense_index != "hnsw" or idx.n_sentences < config.dense_ann_min_sentences or idx.n_sentences == 0:
+        return None
+    from .ann import AnnIndex, ensure_ann
+
+    g = config.graph
+    ann = ensure_ann(idx, g) if g.knn_k > 0 else None
+    if ann is None:  # kNN edges off: an index of its own, same parameters
+        ann = idx.ann or AnnIndex(idx.dim, g.knn_hnsw_m, g.knn_hnsw_ef_construction, g.knn_hnsw_ef_search)
+        ann.extend(idx.sentence_vectors())
+        idx.ann = ann
+    n_cand = min(config.dense_ann_candidates, idx.n_sentences)
+    ann.index.hnsw.efSearch = max(g.knn_hnsw_ef_search, 2 * n_cand)
+    qv = np.ascontiguousarray(q, dtype=np.float32).reshape(1, -1)
+    rows = ann.candidates(qv, n_cand)[0]
+    rows = rows[rows >= 0]
+    owner = idx.array("sent_msg")
+    hit = owner[rows].astype(np.int64)
+    prev, nxt = idx.array("prev_row"), idx.array("next_row")
+    near = np.concatenate([prev[hit], nxt[hit]])
+    parts = [hit, near[near >= 0]]
+    if turns is not None and len(turns):
+        parts.append(np.asarray(turns, dtype=np.int64))
+    want = np.unique(np.concatenate(parts))
+    sel, _ = _row_sentences(idx, want)
+    cos = np.full(idx.n_sentences, -1.0, dtype=np.float32)
+    scored = np.zeros(idx.n_sentences, dtype=bool)
+    cos[sel] = score_rows(idx, q, sel)
+    scored[sel] = True
+    return Approx(cos, scored)
+
+
 def relevance_of_rows(idx: ScopeIndex, q: np.ndarray, rows: Sequence[int]) -> dict[int, float]:
     """:func:`turn_relevance` of the given turn rows only (their sentences are scored, nothing else).
 
-    Equal to ``turn_relevance(idx, q)[rows]``: the same kernel scores the same
-    vectors and the same reductions run over each turn's sentences.
+    Equal to ``turn_relevance(idx, q)[rows]`` up to float32 rounding (the same
+    kernel scores the same vectors, the same reductions run over each turn's sentences).
     """
     want = np.unique(np.asarray(list(rows), dtype=np.int64))
     if not want.size:
@@ -95,8 +165,7 @@ def relevance_of_rows(idx: ScopeIndex, q: np.ndarray, rows: Sequence[int]) -> di
     out = dict.fromkeys(want.tolist(), 0.0)
     if not sel.size:
         return out
-    sub = _Rows(idx.sentence_vectors()[sel])
-    cos = _inner_products(sub, q).astype(np.float64)
+    cos = score_rows(idx, q, sel).astype(np.float64)
     has = counts > 0
     starts = np.concatenate([[0], np.cumsum(counts[has])[:-1]])
     seg_max = np.maximum.reduceat(cos, starts)

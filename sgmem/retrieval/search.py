@@ -22,8 +22,7 @@ from ..entities import retrieve as entity_retrieval
 from ..pyramid import retrieve as pyramid
 from ..text.dates import query_windows
 from ..text.lexical import analyze
-from .ann import approx_cosines
-from .dense import TurnDense, turn_relevance
+from .dense import Approx, TurnDense, ann_cosines, turn_relevance
 from .graph import EPSILON, chunk_rows, expand, hop_origins, rank_chunks, turn_means
 from .index import ScopeIndex
 
@@ -65,10 +64,20 @@ class Retriever:
     def sentence_cosines(idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
         return idx.sentence_cosines(q)
 
-    def _dense(self, idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
-        """Sentence cosines: every sentence, or HNSW candidates only (``Config.dense_index``)."""
-        approx = approx_cosines(idx, q, self.config)
-        return approx if approx is not None else idx.sentence_cosines(q)
+    def _dense(
+        self, idx: ScopeIndex, q: np.ndarray, turns: np.ndarray | None = None
+    ) -> tuple[np.ndarray, Approx | None]:
+        """Sentence cosines: every sentence, or the HNSW candidates' turns (and ``turns``) only
+        (``Config.dense_index``, :func:`sgmem.retrieval.dense.ann_cosines`)."""
+        approx = ann_cosines(idx, q, self.config, turns)
+        return (approx.cos, approx) if approx is not None else (idx.sentence_cosines(q), None)
+
+    @staticmethod
+    def _graph_sim(idx: ScopeIndex, q: np.ndarray, sim: np.ndarray, approx: Approx | None, exp: Any) -> None:
+        """Under the approximate index, give the sentences the expansion reached their exact ``sim``."""
+        if approx is not None:
+            done = approx.complete(idx, q, exp.rows)
+            sim[done] = approx.cos[done].astype(np.float64) + EPSILON
 
     @staticmethod
     def turn_cosines(idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
@@ -276,7 +285,7 @@ class Retriever:
         return [Ranked("turn", [r], score, why) for r, score, why in pyramid.rank(out, rel, k, allowed)]
 
     def _vector(self, idx: ScopeIndex, q: np.ndarray, k: int, allowed: np.ndarray | None) -> list[Ranked]:
-        d = TurnDense(idx, self._dense(idx, q))
+        d = TurnDense(idx, self._dense(idx, q)[0])
         best = d.best(0.0)
         if allowed is not None:
             best[~allowed] = -np.inf
@@ -296,9 +305,11 @@ class Retriever:
 
     def _graph(self, idx: ScopeIndex, q: np.ndarray, k: int, allowed: np.ndarray | None) -> list[Ranked]:
         g = self.config.graph
-        sim = self._dense(idx, q).astype(np.float64) + EPSILON
+        cos, approx = self._dense(idx, q)
+        sim = cos.astype(np.float64) + EPSILON
         sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None and sim.size else None
         exp = expand(idx, sim, g, sent_allowed)
+        self._graph_sim(idx, q, sim, approx, exp)
         ranked = rank_chunks(idx, sim, exp, g.chunk_level, g.chunk_score, g.rest_weight)[:k]
         shown = [sorted(srows, key=lambda r: (exp.hop[r], -sim[r]))[:5] for _, _, srows in ranked]
         want = list(dict.fromkeys(x for rs in shown for r in rs for x in (r, exp.origin[r])))
@@ -379,13 +390,18 @@ class Retriever:
     ) -> list[Ranked]:
         h = self.config.hybrid
         n = idx.n_turns
-        cos = self._dense(idx, q)
+        terms = analyze(query)
+        s_lex, _ = self.lexical_scores(idx, terms, h.neighbour_weight)
+        lex_turns = (  # under the approximate index, lexical matches get their exact dense scores too
+            _top(np.where(s_lex > 0, s_lex, -np.inf), self.config.dense_ann_candidates)
+            if self.config.dense_index == "hnsw"
+            else None
+        )
+        cos, approx = self._dense(idx, q, lex_turns)
         d = TurnDense(idx, cos)  # one scan of the sentence vectors; every dense channel reduces it
         s_sent = d.best(h.rest_weight)
         s_sent = np.where(np.isfinite(s_sent), s_sent, 0.0)
         s_turn = d.whole()
-        terms = analyze(query)
-        s_lex, _ = self.lexical_scores(idx, terms, h.neighbour_weight)
         prev, nxt = idx.array("prev_row"), idx.array("next_row")
         # graph channel: SGMem seeds + h-hop expansion, mean sim of C* per turn, minus ε
         s_graph = np.zeros(n)
@@ -394,6 +410,7 @@ class Retriever:
             sim = d.cos64 + EPSILON
             sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None else None
             exp = expand(idx, sim, self.config.graph, sent_allowed)
+            self._graph_sim(idx, q, sim, approx, exp)
             turns, means = turn_means(idx, sim, exp)
             s_graph[turns] = means - EPSILON
         # pyramid channel: MGRetrieval's critical memories, by rank and pyramid level

@@ -57,10 +57,10 @@ def _build(idx: Any, window: int, k: int) -> Segments:
         if cur:
             rows.append(cur)
         chrono += [(i, i + 1) for i in range(first, len(rows) - 1)]
-    tv = idx.turn_vectors().astype(np.float64)
+    tv = idx.turn_vectors()  # float32, derived from the sentence vectors; summed in float64 per segment
     vecs = np.zeros((len(rows), tv.shape[1] if tv.ndim == 2 else 0), dtype=np.float32)
     for i, rs in enumerate(rows):
-        v = tv[rs].sum(axis=0)
+        v = tv[rs].astype(np.float64).sum(axis=0)
         nrm = np.linalg.norm(v)
         vecs[i] = v / nrm if nrm > 0 else v
     adj: list[set[int]] = [set() for _ in rows]
