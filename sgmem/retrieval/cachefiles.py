@@ -88,26 +88,29 @@ def load_cached(directory: Path | None, idx: ScopeIndex, probes: dict[int, np.nd
             return None
     except Exception:  # missing, torn or corrupt cache files: rebuild from SQLite
         return None
-    return sents, _load_ann(f"{stem}.ann.faiss", digests.get("ann"), idx)
+    return sents, _load_ann(f"{stem}.ann.faiss", digests.get("ann"), idx, sents)
 
 
-def _load_ann(path: str, expected: Any, idx: ScopeIndex) -> Any:
-    """The saved approximate-kNN index if intact and covering exactly the scope's sentences, else None."""
+def _load_ann(path: str, expected: Any, idx: ScopeIndex, sents: Any) -> Any:
+    """The saved HNSW links if intact and covering exactly the scope's sentences, attached to
+    ``sents`` (the loaded flat index: the vectors are not stored twice), else None."""
     if expected is None:
         return None
+    from .ann import AnnIndex
+
     try:
         data = Path(path).read_bytes()
         if digest(data) != expected:
             return None
-        hnsw = _faiss().deserialize_index(np.frombuffer(data, dtype=np.uint8))
-        if not isinstance(hnsw, _faiss().IndexHNSWSQ) or hnsw.d != idx.dim or hnsw.ntotal != idx.n_sentences:
+        hnsw = AnnIndex.read_links(data)
+        if not isinstance(hnsw, _faiss().IndexHNSWFlat) or hnsw.d != idx.dim or hnsw.ntotal != idx.n_sentences:
             return None
-    except Exception:  # missing or torn: rebuilt from the vectors when needed
+    except Exception:  # missing, torn, or an older format: rebuilt from the vectors when needed
         return None
-    from .ann import AnnIndex
-
-    m = int(hnsw.hnsw.nb_neighbors(1))
-    return AnnIndex(idx.dim, m, int(hnsw.hnsw.efConstruction), int(hnsw.hnsw.efSearch), index=hnsw)
+    m = int(hnsw.hnsw.nb_neighbors(0)) // 2  # level 0 holds 2·M links
+    ann = AnnIndex(idx.dim, m, int(hnsw.hnsw.efConstruction), int(hnsw.hnsw.efSearch), index=hnsw)
+    ann.attach(sents)
+    return ann
 
 
 def probes(conn: Any, idx: ScopeIndex) -> dict[int, np.ndarray]:

@@ -25,21 +25,25 @@ __all__ = ["Approx", "TurnDense", "ann_cosines", "relevance_of_rows", "score_row
 class TurnDense:
     """Per-turn reductions of one query's sentence cosines ``cos`` (one entry per sentence row)."""
 
-    __slots__ = ("idx", "cos64", "turns", "seg_max", "seg_sum", "counts", "_max_of")
+    __slots__ = ("idx", "cos", "turns", "seg_max", "seg_sum", "counts")
 
     def __init__(self, idx: ScopeIndex, cos: np.ndarray) -> None:
         self.idx = idx
-        self.cos64 = cos.astype(np.float64)
+        self.cos = cos
         if cos.size:
             starts = idx.array("sent_starts")
             self.turns = idx.array("sent_turns")  # turn row of each run of sentences
             self.counts = idx.array("sent_counts")
-            self.seg_max = np.maximum.reduceat(self.cos64, starts)
-            self.seg_sum = np.add.reduceat(self.cos64, starts)
+            # the max is exact in float32; the sums accumulate in float64 (as over a float64 copy)
+            self.seg_max = np.maximum.reduceat(cos, starts).astype(np.float64)
+            self.seg_sum = np.add.reduceat(cos, starts, dtype=np.float64)
         else:
             self.turns = self.counts = np.zeros(0, dtype=np.int64)
             self.seg_max = self.seg_sum = np.zeros(0)
-        self._max_of: np.ndarray | None = None
+
+    def sim(self, plus: float) -> np.ndarray:
+        """``cos + plus`` in float64 (the graph channel's sim)."""
+        return np.add(self.cos, plus, dtype=np.float64)
 
     def best(self, rest_weight: float) -> np.ndarray:
         """Best sentence cosine per turn plus ``rest_weight`` × mean of the others (−inf: no sentence)."""
@@ -65,7 +69,7 @@ class TurnDense:
         lo, hi = int(first[turn]), int(first[turn + 1])
         if hi <= lo:
             return -1
-        seg = self.cos64[lo:hi]
+        seg = self.cos[lo:hi].astype(np.float64)
         return lo + int(np.argmax(seg >= seg.max() - 1e-12))
 
     def best_rows(self, turns: Sequence[int]) -> list[int]:
@@ -123,14 +127,12 @@ def ann_cosines(idx: ScopeIndex, q: np.ndarray, config: Any, turns: np.ndarray |
     """
     if config.dense_index != "hnsw" or idx.n_sentences < config.dense_ann_min_sentences or idx.n_sentences == 0:
         return None
-    from .ann import AnnIndex, ensure_ann
+    from .ann import build_ann, ensure_ann
 
     g = config.graph
     ann = ensure_ann(idx, g) if g.knn_k > 0 else None
-    if ann is None:  # kNN edges off: an index of its own, same parameters
-        ann = idx.ann or AnnIndex(idx.dim, g.knn_hnsw_m, g.knn_hnsw_ef_construction, g.knn_hnsw_ef_search)
-        ann.extend(idx.sentence_vectors())
-        idx.ann = ann
+    if ann is None:  # kNN edges off: the same index, built for the queries
+        ann = idx.ann if idx.ann is not None and idx.ann.ntotal == idx.n_sentences else build_ann(idx, g)
     n_cand = min(config.dense_ann_candidates, idx.n_sentences)
     ann.index.hnsw.efSearch = max(g.knn_hnsw_ef_search, 2 * n_cand)
     qv = np.ascontiguousarray(q, dtype=np.float32).reshape(1, -1)

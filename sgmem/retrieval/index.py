@@ -503,9 +503,21 @@ class ScopeIndex:
             self._sent_idx.append(idx)
         self.adjacency.grow(self.n_sentences)
         if len(rows):
-            self.sent_index.add(np.ascontiguousarray(vecs, dtype=np.float32))
-            if self.ann is not None:
-                self.ann.extend(self.sentence_vectors())
+            vecs = np.ascontiguousarray(vecs, dtype=np.float32)
+            if self.ann is not None and self.ann.storage() is self.sent_index:
+                self.ann.index.add(vecs)  # appends to the shared flat storage and links the new rows
+            else:
+                self.sent_index.add(vecs)
+                if self.ann is not None:
+                    self.ann.extend(self.sentence_vectors())
+        self._changed()
+
+    def use_ann(self, ann: Any) -> None:
+        """Adopt ``ann`` (over every sentence row) and its flat storage as the sentence index (one copy)."""
+        if ann.ntotal != self.n_sentences:
+            raise ValueError("the HNSW index does not cover the scope's sentences")
+        self.ann = ann
+        self.sent_index = ann.storage()
         self._changed()
 
     def add_sentence_edge(self, src_id: int, dst_id: int) -> None:

@@ -407,7 +407,7 @@ class Retriever:
         s_graph = np.zeros(n)
         exp = None
         if h.w_graph > 0 and cos.size:
-            sim = d.cos64 + EPSILON
+            sim = d.sim(EPSILON)
             sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None else None
             exp = expand(idx, sim, self.config.graph, sent_allowed)
             self._graph_sim(idx, q, sim, approx, exp)
