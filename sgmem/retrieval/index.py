@@ -518,6 +518,7 @@ class ScopeIndex:
             raise ValueError("the HNSW index does not cover the scope's sentences")
         self.ann = ann
         self.sent_index = ann.storage()
+        self.dirty = True  # the new links are worth saving with the caches (Memory.close)
         self._changed()
 
     def add_sentence_edge(self, src_id: int, dst_id: int) -> None:
