@@ -44,8 +44,9 @@ def expand(idx: ScopeIndex, sim: np.ndarray, cfg: GraphConfig, allowed: np.ndarr
     out = Expansion()
     if sim.size == 0:
         return out
-    cand = sim.copy()
+    cand = sim
     if allowed is not None:
+        cand = sim.copy()
         cand[~allowed] = -np.inf
     n = min(cfg.seeds, cand.size)
     top = np.argpartition(-cand, n - 1)[:n] if n < cand.size else np.arange(cand.size)

@@ -45,7 +45,8 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
     if finite.size == 0:
         return finite
     if finite.size > k:
-        part = np.argpartition(-scores[finite], k - 1)[:k]
+        vals = scores if finite.size == scores.size else scores[finite]  # all finite: no gather
+        part = np.argpartition(-vals, k - 1)[:k]
         finite = finite[part]
     order = np.lexsort((finite, -scores[finite]))
     return finite[order]
