@@ -431,13 +431,20 @@ class Config:
             leave-one-conversation-out, 98.0 % and −1.1 points. 0 turns the
             cutoff off.
         dense_index: [D] ``"exact"`` (default) scores every sentence of the scope
-            against the query; ``"hnsw"`` makes scopes of at least
-            ``dense_ann_min_sentences`` sentences score only the
-            ``dense_ann_candidates`` sentences the HNSW index
-            (:mod:`sgmem.retrieval.ann`, the one the kNN edges use) finds
-            nearest, exactly; every other sentence counts as cosine −1 (never a
-            graph seed, last in the dense channels). Approximate: for very large
-            scopes, measured by ``python -m benchmarks.scale``.
+            against the query (one SIMD scan, the work of a FAISS flat search);
+            ``"hnsw"`` makes scopes of at least ``dense_ann_min_sentences``
+            sentences ask the HNSW index (:mod:`sgmem.retrieval.ann`, the one
+            the kNN edges use, sharing the flat index's vectors) for the
+            ``dense_ann_candidates`` nearest sentences (``efSearch`` twice
+            that), then score exactly every sentence of those sentences' turns,
+            of their chronological neighbours and (hybrid) of the best lexical
+            matches; every other sentence counts as cosine −1
+            (:func:`sgmem.retrieval.dense.ann_cosines`). Its vector work no
+            longer grows with the scope (the channels' cheap per-turn passes
+            still do). When to use it: scopes of several hundred thousand
+            sentences and up, where the exact scan dominates a query; below
+            that the exact scan is fast and exact. Overlap with the exact top-10
+            is measured by ``python -m benchmarks.scale`` (see benchmarks/RESULTS.md).
         memory_unit: [D] what one hit of the turn-level modes (hybrid, vector,
             bm25, pyramid, entity) is: ``"turn"`` (default; one message) or
             ``"exchange"`` (MGRetrieval's memory unit, §3.1: one exchange, both
@@ -471,7 +478,7 @@ class Config:
     min_relevance: float | None = None
     dense_index: Literal["exact", "hnsw"] = "exact"
     dense_ann_min_sentences: int = 200_000
-    dense_ann_candidates: int = 2000
+    dense_ann_candidates: int = 256
     memory_unit: Literal["turn", "exchange"] = "turn"
 
     def __post_init__(self) -> None:

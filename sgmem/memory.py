@@ -30,9 +30,10 @@ from .gate.blas import single_thread_blas
 from .llm import LLM
 from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords
 from .records import RecordMethods
+from .retrieval.dense import relevance_of_rows
 from .retrieval.index import ScopeIndex, load_scope_index
 from .retrieval.refresh import refresh_index
-from .retrieval.search import Ranked, Retriever, allowed_mask, turn_relevance
+from .retrieval.search import Ranked, Retriever, allowed_mask
 from .store.paths import resolve_store_path
 from .store.pgsql import redact
 from .store.postgres import PostgresStore, is_postgres_target, is_url, server_dense
@@ -483,7 +484,7 @@ class Memory(RecordMethods, AsyncMethods):
         ranked, idx, q = self._ranked(query, scope, k, mode, threads, since, until, exclude_message_ids)
         if idx is None or q is None:
             return []
-        rel = self._relevance(idx, q)
+        rel = self._relevance(idx, q, [r for rk in ranked for r in rk.rows])
         details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
         hits = []
         for rk in ranked:
@@ -519,10 +520,10 @@ class Memory(RecordMethods, AsyncMethods):
             )
         return hits
 
-    def _relevance(self, idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
-        """Every turn's :attr:`Hit.relevance` for the query vector ``q``."""
+    def _relevance(self, idx: ScopeIndex, q: np.ndarray, rows: list[int]) -> dict[int, float]:
+        """:attr:`Hit.relevance` of the turn ``rows`` for the query vector ``q`` (only theirs is computed)."""
         with self._lock, single_thread_blas():  # reads FAISS storage that a concurrent add may reallocate
-            return turn_relevance(idx, q)
+            return relevance_of_rows(idx, q, rows)
 
     def _derived_search(
         self,
@@ -600,7 +601,7 @@ class Memory(RecordMethods, AsyncMethods):
         ranked, idx, q = self._ranked(query, scope, k, mode, None, None, None, exclude_message_ids)
         if idx is None or q is None or not ranked:
             return "", []
-        rel = self._relevance(idx, q)
+        rel = self._relevance(idx, q, [r for rk in ranked for r in rk.rows])
         rows: list[int] = []
         for rk in ranked:
             for r in rk.rows:

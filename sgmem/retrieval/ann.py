@@ -5,11 +5,14 @@ SGMem links each new sentence to its ``k`` most similar earlier sentences
 of ``N`` costs ``b · N · d`` multiply-adds: the write path slows down as the
 scope grows and a bulk build is quadratic. Past
 ``GraphConfig.knn_ann_min_sentences`` [D] the candidates come instead from
-an HNSW graph (Malkov & Yashunin 2018) whose search cost grows with log N;
-its vectors are 8-bit scalar-quantised (a quarter of the float32 copy) and
-every candidate is re-scored exactly against the float32 vectors of the
-flat index, so the edge weights and the ``knn_min_cosine`` cut use exact
-cosines — only *which* neighbours are found is approximate. Edge recall
+an HNSW graph (Malkov & Yashunin 2018) whose search cost grows with log N.
+The graph holds no vectors of its own: its storage *is* the scope's flat
+index of float32 sentence vectors (:meth:`AnnIndex.attach`; one copy in
+memory, the links cost about 2·M ids per sentence), so candidates are found
+and scored with exact cosines, and the edge weights and the
+``knn_min_cosine`` cut are exact — only *which* neighbours are found is
+approximate. Its cache file holds the links only (the vectors are in the
+flat index's file). Edge recall
 against exact kNN is measured by ``python -m benchmarks.scale`` (≥ 0.95).
 
 The HNSW index is a cache like the FAISS flat files: rebuilt from the
@@ -25,7 +28,7 @@ import numpy as np
 
 from ..gate.blas import SMALL_FAISS_BATCH, faiss_single_thread
 
-__all__ = ["AnnIndex", "approx_cosines", "ensure_ann"]
+__all__ = ["AnnIndex", "build_ann", "ensure_ann"]
 
 
 def _faiss() -> Any:
@@ -35,16 +38,33 @@ def _faiss() -> Any:
 
 
 class AnnIndex:
-    """HNSW (8-bit scalar quantised, inner product) over sentence rows ``0..ntotal-1``."""
+    """HNSW (inner product, float32 flat storage) over sentence rows ``0..ntotal-1``."""
 
     def __init__(self, dim: int, m: int, ef_construction: int, ef_search: int, index: Any = None) -> None:
         faiss = _faiss()
         self.dim, self.m, self.ef_construction, self.ef_search = dim, m, ef_construction, ef_search
         if index is None:
-            index = faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_8bit, m, faiss.METRIC_INNER_PRODUCT)
+            index = faiss.IndexHNSWFlat(dim, m, faiss.METRIC_INNER_PRODUCT)
             index.hnsw.efConstruction = ef_construction
         self.index = index
         self.index.hnsw.efSearch = ef_search
+        self._storage: Any = None  # the flat index the links point into, when attached to one
+
+    def storage(self) -> Any:
+        """The flat index holding the vectors (kept alive as long as this index)."""
+        if self._storage is None:
+            st = _faiss().downcast_index(self.index.storage)
+            st.referenced_objects = [self.index]  # the HNSW index owns this storage: the wrapper keeps it alive
+            self._storage = st
+        return self._storage
+
+    def attach(self, flat: Any) -> None:
+        """Make ``flat`` (a deserialised flat index of the same rows) this graph's storage, not copied."""
+        if self.index.storage is not None and self.index.own_fields:
+            raise ValueError("this HNSW index already owns a storage")
+        self.index.storage = flat
+        self.index.own_fields = False
+        self._storage = flat
 
     @property
     def ntotal(self) -> int:
@@ -54,10 +74,6 @@ class AnnIndex:
         """Index the rows of ``vecs`` not indexed yet (``vecs`` = every sentence vector, in row order)."""
         if len(vecs) <= self.ntotal:
             return
-        if not self.index.is_trained:
-            # per-dimension ranges of the 8-bit codes: learnt once on the first vectors; later
-            # vectors outside them are clipped, which only affects candidate order (re-scored exactly)
-            self.index.train(np.ascontiguousarray(vecs[: min(len(vecs), 65536)], dtype=np.float32))
         with faiss_single_thread(len(vecs) - self.ntotal < SMALL_FAISS_BATCH):  # an add's few dozen: one thread
             self.index.add(np.ascontiguousarray(vecs[self.ntotal :], dtype=np.float32))
 
@@ -85,20 +101,24 @@ class AnnIndex:
         return np.take_along_axis(sims, part, axis=1), np.take_along_axis(ids, part, axis=1)
 
     def nbytes(self) -> int:
-        """Resident bytes: 8-bit codes plus the HNSW links (about 2·M ids at level 0)."""
-        return self.ntotal * (self.dim + 4 * 2 * self.m + 16)
+        """Resident bytes of the links (the vectors are the flat index's, counted there)."""
+        h = self.index.hnsw
+        return int(h.neighbors.size() * 4 + h.offsets.size() * 8 + h.levels.size() * 4 + h.assign_probas.size() * 8)
 
     def serialize(self) -> Any:
-        return _faiss().serialize_index(self.index)
-
-    @classmethod
-    def deserialize(cls, data: Any, dim: int, m: int, ef_construction: int, ef_search: int) -> AnnIndex | None:
-        """An index from bytes, or None if they are not an HNSW-SQ index of this shape."""
+        """The links without the vectors (FAISS ``IO_FLAG_SKIP_STORAGE``)."""
         faiss = _faiss()
-        index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
-        if not isinstance(index, faiss.IndexHNSWSQ) or index.d != dim or index.hnsw.nb_neighbors(1) != 2 * m:
-            return None
-        return cls(dim, m, ef_construction, ef_search, index=index)
+        w = faiss.VectorIOWriter()
+        faiss.write_index(self.index, w, faiss.IO_FLAG_SKIP_STORAGE)
+        return faiss.vector_to_array(w.data)
+
+    @staticmethod
+    def read_links(data: Any) -> Any:
+        """An HNSW index without storage from :meth:`serialize`'s bytes (attach the vectors before use)."""
+        faiss = _faiss()
+        r = faiss.VectorIOReader()
+        faiss.copy_array_to_vector(np.frombuffer(data, dtype=np.uint8), r.data)
+        return faiss.read_index(r, faiss.IO_FLAG_SKIP_STORAGE)
 
 
 def ensure_ann(idx: Any, cfg: Any) -> AnnIndex | None:
@@ -108,33 +128,15 @@ def ensure_ann(idx: Any, cfg: Any) -> AnnIndex | None:
     if not use or cfg.knn_k <= 0:
         return None
     ann: AnnIndex | None = idx.ann
-    if ann is None or ann.m != cfg.knn_hnsw_m or ann.ntotal > idx.n_sentences:
-        ann = AnnIndex(idx.dim, cfg.knn_hnsw_m, cfg.knn_hnsw_ef_construction, cfg.knn_hnsw_ef_search)
+    if ann is None or ann.m != cfg.knn_hnsw_m or ann.ntotal != idx.n_sentences:
+        ann = build_ann(idx, cfg)
     ann.index.hnsw.efSearch = cfg.knn_hnsw_ef_search
-    ann.extend(idx.sentence_vectors())
-    idx.ann = ann
     return ann
 
 
-def approx_cosines(idx: Any, q: np.ndarray, config: Any) -> np.ndarray | None:
-    """Query cosines from the HNSW index when ``config`` (a :class:`sgmem.Config`) asks for them.
-
-    The ``dense_ann_candidates`` nearest sentences get their exact cosine,
-    every other sentence −1. None when the scope is to be scanned exactly.
-    """
-    if config.dense_index != "hnsw" or idx.n_sentences < config.dense_ann_min_sentences or idx.n_sentences == 0:
-        return None
-    g = config.graph
-    ann = ensure_ann(idx, g) if g.knn_k > 0 else None
-    if ann is None:  # kNN edges off: an index of its own, same parameters
-        ann = idx.ann or AnnIndex(idx.dim, g.knn_hnsw_m, g.knn_hnsw_ef_construction, g.knn_hnsw_ef_search)
-        ann.extend(idx.sentence_vectors())
-        idx.ann = ann
-    n_cand = min(config.dense_ann_candidates, idx.n_sentences)
-    ann.index.hnsw.efSearch = max(g.knn_hnsw_ef_search, n_cand)
-    qv = np.ascontiguousarray(q, dtype=np.float32).reshape(1, -1)
-    rows = ann.candidates(qv, n_cand)[0]
-    rows = rows[rows >= 0]
-    out = np.full(idx.n_sentences, -1.0, dtype=np.float32)
-    out[rows] = idx.sentence_vectors()[rows] @ qv[0]
-    return out
+def build_ann(idx: Any, cfg: Any) -> AnnIndex:
+    """A new HNSW index over every sentence of ``idx`` that becomes its sentence storage (one copy of the vectors)."""
+    ann = AnnIndex(idx.dim, cfg.knn_hnsw_m, cfg.knn_hnsw_ef_construction, cfg.knn_hnsw_ef_search)
+    ann.extend(idx.sentence_vectors())  # copies the vectors into the graph's own flat storage ...
+    idx.use_ann(ann)  # ... which replaces the scope's flat index: the old copy is freed
+    return ann

@@ -59,9 +59,7 @@ def _same_rows(index: Any, vecs: dict[int, np.ndarray]) -> bool:
     return all(np.array_equal(index.reconstruct(row), vec) for row, vec in vecs.items())
 
 
-def load_cached(
-    directory: Path | None, idx: ScopeIndex, probes: tuple[dict[int, np.ndarray], dict[int, np.ndarray]]
-) -> tuple[Any, Any, Any] | None:
+def load_cached(directory: Path | None, idx: ScopeIndex, probes: dict[int, np.ndarray]) -> tuple[Any, Any] | None:
     """FAISS indexes from disk if they match the scope exactly, else None.
 
     ``probes`` holds SQLite's vectors at a few rows of each index: a cache
@@ -83,49 +81,46 @@ def load_cached(
         ):
             return None
         digests = meta.get("digests") or {}
-        turns = _read_index(f"{stem}.turns.faiss", digests.get("turns"))
         sents = _read_index(f"{stem}.sentences.faiss", digests.get("sentences"))
-        if turns is None or sents is None:
+        if sents is None or sents.ntotal != idx.n_sentences or sents.d != idx.dim:
             return None
-        if turns.ntotal != idx.n_turns or sents.ntotal != idx.n_sentences or turns.d != idx.dim or sents.d != idx.dim:
-            return None
-        if not (_same_rows(turns, probes[0]) and _same_rows(sents, probes[1])):
+        if not _same_rows(sents, probes):
             return None
     except Exception:  # missing, torn or corrupt cache files: rebuild from SQLite
         return None
-    return turns, sents, _load_ann(f"{stem}.ann.faiss", digests.get("ann"), idx)
+    return sents, _load_ann(f"{stem}.ann.faiss", digests.get("ann"), idx, sents)
 
 
-def _load_ann(path: str, expected: Any, idx: ScopeIndex) -> Any:
-    """The saved approximate-kNN index if intact and covering exactly the scope's sentences, else None."""
+def _load_ann(path: str, expected: Any, idx: ScopeIndex, sents: Any) -> Any:
+    """The saved HNSW links if intact and covering exactly the scope's sentences, attached to
+    ``sents`` (the loaded flat index: the vectors are not stored twice), else None."""
     if expected is None:
         return None
+    from .ann import AnnIndex
+
     try:
         data = Path(path).read_bytes()
         if digest(data) != expected:
             return None
-        hnsw = _faiss().deserialize_index(np.frombuffer(data, dtype=np.uint8))
-        if not isinstance(hnsw, _faiss().IndexHNSWSQ) or hnsw.d != idx.dim or hnsw.ntotal != idx.n_sentences:
+        hnsw = AnnIndex.read_links(data)
+        if not isinstance(hnsw, _faiss().IndexHNSWFlat) or hnsw.d != idx.dim or hnsw.ntotal != idx.n_sentences:
             return None
-    except Exception:  # missing or torn: rebuilt from the vectors when needed
+    except Exception:  # missing, torn, or an older format: rebuilt from the vectors when needed
         return None
-    from .ann import AnnIndex
+    m = int(hnsw.hnsw.nb_neighbors(0)) // 2  # level 0 holds 2·M links
+    ann = AnnIndex(idx.dim, m, int(hnsw.hnsw.efConstruction), int(hnsw.hnsw.efSearch), index=hnsw)
+    ann.attach(sents)
+    return ann
 
-    m = int(hnsw.hnsw.nb_neighbors(1))
-    return AnnIndex(idx.dim, m, int(hnsw.hnsw.efConstruction), int(hnsw.hnsw.efSearch), index=hnsw)
 
-
-def probes(conn: Any, idx: ScopeIndex) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
-    """SQLite's vectors at the first, middle and last row of each index."""
-
-    def at(table: str, ids: Sequence[int]) -> dict[int, np.ndarray]:
-        rows = sorted({0, len(ids) // 2, len(ids) - 1}) if ids else []
-        return {
-            r: np.frombuffer(conn.execute(f"SELECT vec FROM {table} WHERE id = ?", (ids[r],)).fetchone()[0], np.float32)
-            for r in rows
-        }
-
-    return at("messages", idx.msg_ids), at("sentences", idx.sent_ids)
+def probes(conn: Any, idx: ScopeIndex) -> dict[int, np.ndarray]:
+    """SQLite's sentence vectors at the first, middle and last row (turn vectors are derived, not cached)."""
+    ids: Sequence[int] = idx.sent_ids
+    rows = sorted({0, len(ids) // 2, len(ids) - 1}) if ids else []
+    return {
+        r: np.frombuffer(conn.execute("SELECT vec FROM sentences WHERE id = ?", (ids[r],)).fetchone()[0], np.float32)
+        for r in rows
+    }
 
 
 def discard_cache(directory: Path | None, scope_id: int) -> None:

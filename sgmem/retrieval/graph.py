@@ -19,7 +19,7 @@ import numpy as np
 from ..config import GraphConfig
 from .index import ScopeIndex
 
-__all__ = ["Expansion", "chunk_key", "expand", "rank_chunks"]
+__all__ = ["Expansion", "chunk_key", "expand", "hop_origins", "rank_chunks", "turn_means"]
 
 EPSILON = 1.0  # §1.3 step 1: sim = cos + ε
 
@@ -44,8 +44,9 @@ def expand(idx: ScopeIndex, sim: np.ndarray, cfg: GraphConfig, allowed: np.ndarr
     out = Expansion()
     if sim.size == 0:
         return out
-    cand = sim.copy()
+    cand = sim
     if allowed is not None:
+        cand = sim.copy()
         cand[~allowed] = -np.inf
     n = min(cfg.seeds, cand.size)
     top = np.argpartition(-cand, n - 1)[:n] if n < cand.size else np.arange(cand.size)
@@ -120,3 +121,33 @@ def rank_chunks(
         ranked.append((key, s, rows))
     ranked.sort(key=lambda t: -t[1])
     return ranked
+
+
+def turn_means(idx: ScopeIndex, sim: np.ndarray, exp: Expansion) -> tuple[np.ndarray, np.ndarray]:
+    """§1.3 step 6 at turn level, vectorised: the turns C* touches and the mean ``sim`` of their rows in C*.
+
+    The same scores as ``rank_chunks(idx, sim, exp, "turn", "mean", 0.0)`` (sums in C* order).
+    """
+    if not exp.rows:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    rows = np.asarray(exp.rows, dtype=np.int64)
+    owners = idx.array("sent_msg")[rows]
+    counts = np.bincount(owners, minlength=idx.n_turns)
+    turns = np.flatnonzero(counts)
+    sums = np.bincount(owners, weights=sim[rows], minlength=idx.n_turns)[turns]
+    return turns, sums / counts[turns]
+
+
+def hop_origins(idx: ScopeIndex, exp: Expansion, turns: list[int]) -> dict[int, tuple[int, int]]:
+    """For each of ``turns`` that C* touches: (hop, seed row) of its first sentence in C* at its fewest hops."""
+    if not exp.rows or not turns:
+        return {}
+    rows = np.asarray(exp.rows, dtype=np.int64)
+    owners = idx.array("sent_msg")[rows]
+    out: dict[int, tuple[int, int]] = {}
+    for t in turns:
+        mine = rows[owners == t].tolist()
+        if mine:
+            r0 = min(mine, key=lambda r: exp.hop[r])
+            out[t] = (exp.hop[r0], exp.origin[r0])
+    return out

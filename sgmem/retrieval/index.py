@@ -14,7 +14,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +28,18 @@ from .compact import Column, Grow, Lazy, Names, Neighbours, Postings
 __all__ = ["ScopeIndex", "discard_cache", "load_scope_index"]
 
 
+_FAISS: Any = None
+
+
 def _faiss() -> Any:
-    try:
-        import faiss
-    except ImportError as exc:  # pragma: no cover - faiss-cpu is a core dependency
-        raise DependencyError("sgmem needs faiss-cpu: pip install sgmem") from exc
-    return faiss
+    global _FAISS
+    if _FAISS is None:
+        try:
+            import faiss
+        except ImportError as exc:  # pragma: no cover - faiss-cpu is a core dependency
+            raise DependencyError("sgmem needs faiss-cpu: pip install sgmem") from exc
+        _FAISS = faiss
+    return _FAISS
 
 
 def _new_flat(dim: int) -> Any:
@@ -99,7 +105,6 @@ class ScopeIndex:
         self.dim = dim
         self.generation = generation
         self.dirty = False
-        self.turn_index: Any = _new_flat(dim)
         self.sent_index: Any = _new_flat(dim)
         # MGRetrieval vocabulary + postings (sgmem.pyramid.vocabulary.KeywordIndex),
         # loaded lazily from SQLite by sgmem.pyramid.retrieve.ensure_keywords
@@ -132,6 +137,7 @@ class ScopeIndex:
         self.adjacency = Neighbours()
         self._np_cache: dict[str, np.ndarray] = {}
         self._turn_norms: np.ndarray | None = None
+        self._vec_view: tuple[tuple[int, int], np.ndarray] | None = None
 
     # ---------------------------------------------------------------- views
     @property
@@ -215,6 +221,15 @@ class ScopeIndex:
         ids = self._term_ids.view()[ptr[row] : ptr[row + 1]]
         return frozenset(self._words[i] for i in ids.tolist())
 
+    def matched_terms(self, row: int, terms: set[str]) -> list[str]:
+        """The sorted ``terms`` that turn ``row`` holds (``sorted(terms & self.terms[row])`` without the set)."""
+        ids = {i for i in (self._vocab.get(t) for t in terms) if i is not None}
+        if not ids:
+            return []
+        ptr = self._term_ptr.view()
+        own = self._term_ids.view()[ptr[row] : ptr[row + 1]].tolist()
+        return sorted({self._words[i] for i in own if i in ids})
+
     def turn_sentences(self, row: int) -> list[int]:
         starts = self._turn_first_sentence()
         return list(range(int(starts[row]), int(starts[row + 1])))
@@ -242,20 +257,53 @@ class ScopeIndex:
         return rows if rows.size else None
 
     def turn_vectors(self) -> np.ndarray:
-        """(n_turns, dim) view of the turn vectors."""
-        return _view(self.turn_index)
+        """(n_turns, dim) turn vectors, computed from the sentence vectors (a new array; not held in memory).
+
+        A turn's vector is the normalised sum of its sentence vectors
+        (:func:`sgmem.ingest.turn_vectors`, the same float64 sums in the same
+        order, so equal to the vectors stored in SQLite); zero for a turn
+        without sentences. Only SGRM's segment build reads them (once per
+        scope generation), so holding a copy would cost 1.5 KB per turn for nothing.
+        """
+        out = np.zeros((self.n_turns, self.dim), dtype=np.float32)
+        for turns, sums in self._turn_sums(np.float64):
+            norms = np.linalg.norm(sums, axis=1, keepdims=True)
+            norms[norms == 0] = 1.0
+            out[turns] = (sums / norms).astype(np.float32)
+        return out
+
+    def _turn_sums(self, dtype: Any, block: int = 4096) -> Iterable[tuple[np.ndarray, np.ndarray]]:
+        """(turn rows, Σ of their sentence vectors in ``dtype``) for runs of up to ``block`` turns with sentences."""
+        if not self.n_sentences:
+            return
+        vecs = self.sentence_vectors()
+        starts, turns = self.array("sent_starts"), self.array("sent_turns")
+        for i in range(0, len(starts), block):
+            lo = int(starts[i])
+            hi = int(starts[i + block]) if i + block < len(starts) else self.n_sentences
+            part = vecs[lo:hi].astype(dtype) if dtype != np.float32 else vecs[lo:hi]
+            yield turns[i : i + block], np.add.reduceat(part, starts[i : i + block] - lo, axis=0)
 
     def sentence_vectors(self) -> np.ndarray:
-        """(n_sentences, dim) view of the sentence vectors."""
-        return _view(self.sent_index)
+        """(n_sentences, dim) view of the sentence vectors (valid until the next append)."""
+        key = (id(self.sent_index), self.sent_index.ntotal)
+        if self._vec_view is None or self._vec_view[0] != key:
+            self._vec_view = (key, _view(self.sent_index))
+        return self._vec_view[1]
 
     def sentence_cosines(self, q: np.ndarray) -> np.ndarray:
         """``q ·`` every sentence vector (float32), by FAISS's SIMD kernel: the scan of a flat search."""
         return _inner_products(self.sent_index, q)
 
     def turn_cosines(self, q: np.ndarray) -> np.ndarray:
-        """``q ·`` every turn vector (float32)."""
-        return _inner_products(self.turn_index, q)
+        """``q ·`` every turn vector: Σ sentence cosines ÷ ‖Σ sentence vectors‖ (see :meth:`turn_sum_norms`)."""
+        out = np.zeros(self.n_turns, dtype=np.float64)
+        if self.n_sentences:
+            turns, starts = self.array("sent_turns"), self.array("sent_starts")
+            sums = np.add.reduceat(self.sentence_cosines(q).astype(np.float64), starts)
+            norms = self.turn_sum_norms()[turns]
+            out[turns] = np.divide(sums, norms, out=np.zeros_like(sums), where=norms > 0)
+        return out
 
     def turn_sum_norms(self) -> np.ndarray:
         """‖Σ of each turn's sentence vectors‖ (0 for a turn without sentences).
@@ -271,11 +319,8 @@ class ScopeIndex:
         vecs = self.sentence_vectors()
         if cur is None or len(cur) > n:
             cur = np.zeros(n, dtype=np.float64)
-            if self.n_sentences:
-                owner = self.array("sent_msg")
-                starts = self.array("sent_starts")
-                sums = np.add.reduceat(vecs, starts, axis=0).astype(np.float64)
-                cur[owner[starts]] = np.linalg.norm(sums, axis=1)
+            for turns, sums in self._turn_sums(np.float32):  # by blocks: no (n_turns, dim) temporary
+                cur[turns] = np.linalg.norm(sums.astype(np.float64), axis=1)
         elif len(cur) < n:
             first = self._turn_first_sentence()
             extra = np.zeros(n - len(cur), dtype=np.float64)
@@ -302,6 +347,12 @@ class ScopeIndex:
             elif name == "sent_starts":
                 owner = self.array("sent_msg")
                 arr = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if owner.size else owner
+            elif name == "sent_turns":  # the turn row of each run in sent_starts
+                arr = self.array("sent_msg")[self.array("sent_starts")]
+            elif name == "sent_counts":  # sentences in each run of sent_starts
+                arr = np.diff(np.r_[self.array("sent_starts"), self.n_sentences])
+            elif name == "turn_first":  # first sentence row of each turn, and n_sentences at the end
+                arr = self._turn_first_sentence()
             elif name in ("threads", "speakers"):
                 arr = getattr(self, "_" + name).values()
             elif name == "sessions":
@@ -324,6 +375,13 @@ class ScopeIndex:
                     raise KeyError(f"ScopeIndex has no column {name!r}")
                 arr = col.view()
             self._np_cache[name] = arr
+        return arr
+
+    def derived(self, key: str, build: Callable[[], np.ndarray]) -> np.ndarray:
+        """A per-query-invariant array (e.g. a prior over the turns), built once until the next change."""
+        arr = self._np_cache.get(key)
+        if arr is None:
+            arr = self._np_cache[key] = build()
         return arr
 
     def msg_row(self, message_id: int) -> int | None:
@@ -359,7 +417,7 @@ class ScopeIndex:
             self._sent_idx,
         )
         total = sum(g.nbytes for g in grows)
-        total += 4 * self.dim * (self.turn_index.ntotal + self.sent_index.ntotal)
+        total += 4 * self.dim * self.sent_index.ntotal  # turn vectors are not held (see turn_vectors)
         total += self._str_bytes  # ext id and vocabulary strings, list and dict slots (counted as appended)
         total += self._threads.nbytes + self._sessions.nbytes + self._speakers.nbytes
         total += self._postings.nbytes + self.adjacency.nbytes
@@ -377,6 +435,7 @@ class ScopeIndex:
     # --------------------------------------------------------------- append
     def _changed(self) -> None:
         self._np_cache.clear()
+        self._vec_view = None
 
     def append_turn(
         self,
@@ -393,7 +452,7 @@ class ScopeIndex:
     ) -> int:
         row = self.n_turns
         self._append_turn_columns(message_id, ext_id, thread, session, round_id, at_ts, tokens, speaker, terms)
-        self.turn_index.add(np.asarray(vec, dtype=np.float32).reshape(1, -1))
+        # ``vec`` (the turn vector, stored in SQLite) is not held: it is derived from the sentence vectors
         self._postings.maybe_merge(self._term_ptr.view(), self._term_ids.view(), len(self._words))
         self._changed()
         return row
@@ -447,9 +506,22 @@ class ScopeIndex:
             self._sent_idx.extend([r[2] for r in rows])
         self.adjacency.grow(self.n_sentences)
         if len(rows):
-            self.sent_index.add(np.ascontiguousarray(vecs, dtype=np.float32))
-            if self.ann is not None:
-                self.ann.extend(self.sentence_vectors())
+            vecs = np.ascontiguousarray(vecs, dtype=np.float32)
+            if self.ann is not None and self.ann.storage() is self.sent_index:
+                self.ann.index.add(vecs)  # appends to the shared flat storage and links the new rows
+            else:
+                self.sent_index.add(vecs)
+                if self.ann is not None:
+                    self.ann.extend(self.sentence_vectors())
+        self._changed()
+
+    def use_ann(self, ann: Any) -> None:
+        """Adopt ``ann`` (over every sentence row) and its flat storage as the sentence index (one copy)."""
+        if ann.ntotal != self.n_sentences:
+            raise ValueError("the HNSW index does not cover the scope's sentences")
+        self.ann = ann
+        self.sent_index = ann.storage()
+        self.dirty = True  # the new links are worth saving with the caches (Memory.close)
         self._changed()
 
     def add_sentence_edge(self, src_id: int, dst_id: int) -> None:
@@ -491,10 +563,7 @@ class ScopeIndex:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         stem = directory / f"scope-{self.scope_id}"
         digests = {}
-        blobs = [
-            ("turns", faiss.serialize_index(self.turn_index)),
-            ("sentences", faiss.serialize_index(self.sent_index)),
-        ]
+        blobs = [("sentences", faiss.serialize_index(self.sent_index))]
         if self.ann is not None and self.ann.ntotal == self.n_sentences:
             blobs.append(("ann", self.ann.serialize()))
         for suffix, data in blobs:
@@ -546,12 +615,11 @@ def load_scope_index(store: SQLiteStore, scope_id: int, dim: int, cache_dir: Pat
         idx._sent_ids.extend(sents[:, 0])
         idx._sent_msg.extend(owners)
         idx._sent_idx.extend(sents[:, 2])
-        spots = probes(conn, idx) if cache_dir is not None else ({}, {})
+        spots = probes(conn, idx) if cache_dir is not None else {}
         cached = load_cached(cache_dir, idx, spots)
         if cached is not None:
-            idx.turn_index, idx.sent_index, idx.ann = cached
+            idx.sent_index, idx.ann = cached
         else:
-            _add_blobs(idx.turn_index, conn, "SELECT vec FROM messages WHERE scope_id = ? ORDER BY id", scope_id, dim)
             _add_blobs(
                 idx.sent_index,
                 conn,

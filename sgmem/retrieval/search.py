@@ -23,10 +23,10 @@ from ..pyramid import retrieve as pyramid
 from ..text.dates import query_windows
 from ..text.lexical import analyze
 from . import speakers, units
-from .ann import approx_cosines
-from .graph import EPSILON, chunk_rows, expand, rank_chunks
+from .dense import Approx, TurnDense, ann_cosines, approx_from_rows, turn_relevance
+from .graph import EPSILON, chunk_rows, expand, hop_origins, rank_chunks, turn_means
 from .index import ScopeIndex
-from .server import server_cosines
+from .server import server_candidates
 
 __all__ = ["Ranked", "Retriever", "turn_relevance"]
 
@@ -47,7 +47,8 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
     if finite.size == 0:
         return finite
     if finite.size > k:
-        part = np.argpartition(-scores[finite], k - 1)[:k]
+        vals = scores if finite.size == scores.size else scores[finite]  # all finite: no gather
+        part = np.argpartition(-vals, k - 1)[:k]
         finite = finite[part]
     order = np.lexsort((finite, -scores[finite]))
     return finite[order]
@@ -66,12 +67,21 @@ class Retriever:
     def sentence_cosines(idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
         return idx.sentence_cosines(q)
 
-    def _dense(self, idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
-        """Sentence cosines: every sentence, or candidates only (the server's: ``Config.pg_dense``; HNSW's: ``dense_index``)."""
-        approx = server_cosines(idx, q, self.config)
-        if approx is None:
-            approx = approx_cosines(idx, q, self.config)
-        return approx if approx is not None else idx.sentence_cosines(q)
+    def _dense(
+        self, idx: ScopeIndex, q: np.ndarray, turns: np.ndarray | None = None
+    ) -> tuple[np.ndarray, Approx | None]:
+        """Sentence cosines: every sentence, or candidates' turns (and ``turns``) only: the server's
+        nearest (``Config.pg_dense``) or HNSW's (``Config.dense_index``, :func:`sgmem.retrieval.dense.ann_cosines`)."""
+        rows = server_candidates(idx, q, self.config)
+        approx = approx_from_rows(idx, q, rows, turns) if rows is not None else ann_cosines(idx, q, self.config, turns)
+        return (approx.cos, approx) if approx is not None else (idx.sentence_cosines(q), None)
+
+    @staticmethod
+    def _graph_sim(idx: ScopeIndex, q: np.ndarray, sim: np.ndarray, approx: Approx | None, exp: Any) -> None:
+        """Under the approximate index, give the sentences the expansion reached their exact ``sim``."""
+        if approx is not None:
+            done = approx.complete(idx, q, exp.rows)
+            sim[done] = approx.cos[done].astype(np.float64) + EPSILON
 
     @staticmethod
     def turn_cosines(idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
@@ -157,14 +167,16 @@ class Retriever:
             rows = idx.postings.get(t)
             if rows is None:
                 continue
-            here = np.zeros(n, dtype=bool)
-            here[rows] = True
-            near = np.zeros(n, dtype=bool)
-            p = prev[rows]
-            near[p[p >= 0]] = True
-            nx = nxt[rows]
-            near[nx[nx >= 0]] = True
-            out += w * np.where(here, 1.0, np.where(near, neighbour_weight, 0.0))
+            # sparse over the term's postings (ascending rows): 1 where it occurs, neighbour_weight
+            # in a chronological neighbour turn where it does not
+            out[rows] += w * 1.0  # (a repeated index adds once, as a mask would)
+            if neighbour_weight:
+                near = np.concatenate([prev[rows], nxt[rows]])
+                near = near[near >= 0]
+                pos = np.minimum(np.searchsorted(rows, near), len(rows) - 1)
+                near = near[rows[pos] != near]
+                if near.size:
+                    out[near] += w * neighbour_weight
         return (out / total if total > 0 else out), total
 
     # ----------------------------------------------------------------- modes
@@ -309,46 +321,51 @@ class Retriever:
         return [Ranked("turn", [r], score, why) for r, score, why in pyramid.rank(out, rel, k, allowed)]
 
     def _vector(self, idx: ScopeIndex, q: np.ndarray, k: int, allowed: np.ndarray | None) -> list[Ranked]:
-        cos = self._dense(idx, q)
-        best, best_row = self.per_turn_sentence_scores(idx, cos, 0.0)
+        d = TurnDense(idx, self._dense(idx, q)[0])
+        best = d.best(0.0)
         if allowed is not None:
             best[~allowed] = -np.inf
-        out = []
-        for r in _top(best, k):
-            s = int(best_row[r])
-            out.append(
-                Ranked(
-                    "turn",
-                    [int(r)],
-                    float(best[r]),
-                    {"mode": "vector", "sentence": idx.sent_text[s] if s >= 0 else None, "cosine": float(best[r])},
-                )
+        top = [int(r) for r in _top(best, k)]
+        srows = d.best_rows(top)
+        texts = idx.sent_text.many([s for s in srows if s >= 0])
+        text_of = dict(zip([s for s in srows if s >= 0], texts, strict=True))
+        return [
+            Ranked(
+                "turn",
+                [r],
+                float(best[r]),
+                {"mode": "vector", "sentence": text_of.get(s) if s >= 0 else None, "cosine": float(best[r])},
             )
-        return out
+            for r, s in zip(top, srows, strict=True)
+        ]
 
     def _graph(self, idx: ScopeIndex, q: np.ndarray, k: int, allowed: np.ndarray | None) -> list[Ranked]:
         g = self.config.graph
-        sim = self._dense(idx, q).astype(np.float64) + EPSILON
+        cos, approx = self._dense(idx, q)
+        sim = cos.astype(np.float64) + EPSILON
         sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None and sim.size else None
         exp = expand(idx, sim, g, sent_allowed)
+        self._graph_sim(idx, q, sim, approx, exp)
         ranked = rank_chunks(idx, sim, exp, g.chunk_level, g.chunk_score, g.rest_weight)[:k]
+        shown = [sorted(srows, key=lambda r: (exp.hop[r], -sim[r]))[:5] for _, _, srows in ranked]
+        want = list(dict.fromkeys(x for rs in shown for r in rs for x in (r, exp.origin[r])))
+        text_of = dict(zip(want, idx.sent_text.many(want), strict=True))
         out = []
-        for key, score, srows in ranked:
+        for (key, score, srows), first5 in zip(ranked, shown, strict=True):
             rows = chunk_rows(idx, key, g.chunk_level)
             if allowed is not None:
                 rows = [r for r in rows if allowed[r]]
-            srows_sorted = sorted(srows, key=lambda r: (exp.hop[r], -sim[r]))
             why = {
                 "mode": "graph",
                 "chunk_level": g.chunk_level,
                 "sentences": [
                     {
-                        "sentence": idx.sent_text[r],
+                        "sentence": text_of[r],
                         "sim": round(float(sim[r]), 4),
                         "hop": exp.hop[r],
-                        **({"via_seed": idx.sent_text[exp.origin[r]]} if exp.hop[r] else {}),
+                        **({"via_seed": text_of[exp.origin[r]]} if exp.hop[r] else {}),
                     }
-                    for r in srows_sorted[:5]
+                    for r in first5
                 ],
                 "seed_count": sum(1 for r in srows if exp.hop[r] == 0),
                 "expanded_count": sum(1 for r in srows if exp.hop[r] > 0),
@@ -408,26 +425,32 @@ class Retriever:
         entities: entity_retrieval.EntityTools | None = None,
     ) -> list[Ranked]:
         h = self.config.hybrid
-        cos = self._dense(idx, q)
-        s_sent, best_row = self.per_turn_sentence_scores(idx, cos, h.rest_weight)
-        s_sent = np.where(np.isfinite(s_sent), s_sent, 0.0)
-        s_turn = self.turn_cosines_from_sentences(idx, cos)
+        n = idx.n_turns
         terms = analyze(query)
         s_lex, _ = self.lexical_scores(idx, terms, h.neighbour_weight, h.speaker_match)
+        lex_turns = (  # under the approximate index, lexical matches get their exact dense scores too
+            _top(np.where(s_lex > 0, s_lex, -np.inf), self.config.dense_ann_candidates)
+            if self.config.dense_index == "hnsw"
+            else None
+        )
+        cos, approx = self._dense(idx, q, lex_turns)
+        d = TurnDense(idx, cos)  # one scan of the sentence vectors; every dense channel reduces it
+        s_sent = d.best(h.rest_weight)
+        s_sent = np.where(np.isfinite(s_sent), s_sent, 0.0)
+        s_turn = d.whole()
         prev, nxt = idx.array("prev_row"), idx.array("next_row")
         # graph channel: SGMem seeds + h-hop expansion, mean sim of C* per turn, minus ε
-        s_graph = np.zeros(idx.n_turns)
-        hop_of: dict[int, tuple[int, int]] = {}
+        s_graph = np.zeros(n)
+        exp = None
         if h.w_graph > 0 and cos.size:
-            sim = cos.astype(np.float64) + EPSILON
+            sim = d.sim(EPSILON)
             sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None else None
             exp = expand(idx, sim, self.config.graph, sent_allowed)
-            for key, score, srows in rank_chunks(idx, sim, exp, "turn", "mean", 0.0):
-                s_graph[int(key)] = score - EPSILON  # type: ignore[call-overload]
-                r0 = min(srows, key=lambda r: exp.hop[r])
-                hop_of[int(key)] = (exp.hop[r0], exp.origin[r0])  # type: ignore[call-overload]
+            self._graph_sim(idx, q, sim, approx, exp)
+            turns, means = turn_means(idx, sim, exp)
+            s_graph[turns] = means - EPSILON
         # pyramid channel: MGRetrieval's critical memories, by rank and pyramid level
-        s_pyr = np.zeros(idx.n_turns)
+        s_pyr = np.zeros(n)
         pyr_out = None
         if h.w_pyramid > 0 and idx.keywords is not None:
             pyr_out = pyramid.run(
@@ -441,22 +464,26 @@ class Retriever:
                 texts,
                 use_llm=self.config.pyramid.llm_in_hybrid,
             )
-            s_pyr = pyramid.channel(pyr_out, idx.n_turns, self.config.pyramid)
+            s_pyr = pyramid.channel(pyr_out, n, self.config.pyramid)
         # entity channel: turns mentioning an entity of a type the query names (LightGMEM, sgmem.entities)
-        s_ent = np.zeros(idx.n_turns)
+        s_ent = np.zeros(n)
         ent_why: dict[int, dict[str, Any]] = {}
         if h.w_entity > 0 and entities is not None:
             s_ent, ent_why, _ = entity_retrieval.type_channel(
                 entities, idx, entity_retrieval.read_query(entities, query)
             )
-        prior = h.length_prior * np.log1p(idx.array("tokens").astype(np.float64)) / math.log1p(64)
+        prior = idx.derived(
+            f"length_prior:{h.length_prior!r}",
+            lambda: h.length_prior * np.log1p(idx.array("tokens").astype(np.float64)) / math.log1p(64),
+        )
         dense = h.w_sentence * s_sent + h.w_turn * s_turn
         if h.neighbour_dense:
             dense = dense + h.neighbour_dense * _neighbour_max(s_sent, prev, nxt, 0.0)
         total = dense + h.w_lexical * s_lex + h.w_graph * s_graph + h.w_pyramid * s_pyr + h.w_entity * s_ent + prior
-        date_bonus = np.zeros(idx.n_turns)
+        date_bonus: np.ndarray | None = None
         windows = query_windows(query, h.date_slack_days) if (h.date_day_bonus or h.date_month_bonus) else []
         if windows:
+            date_bonus = np.zeros(n)
             ts = idx.array("at_ts")
             for start, end, precision in windows:
                 inside = (ts >= start.timestamp()) & (ts < end.timestamp())
@@ -468,12 +495,16 @@ class Retriever:
         if h.propagation:
             total = total + h.propagation * _neighbour_max(total, prev, nxt, 0.0)
         if h.session_weight:
-            total = total + h.session_weight * _group_max(total, idx.array("session_codes"))
+            total = total + h.session_weight * _group_max(idx, total, "session_codes")
+        # everything below concerns the k hits only
+        top = [int(r) for r in _top(total, k)]
+        srows = d.best_rows(top)
+        hops = hop_origins(idx, exp, top) if exp is not None else {}
+        want = [s for s in srows if s >= 0] + [o for hop, o in hops.values() if hop]
+        text_of = dict(zip(want, idx.sent_text.many(want), strict=True))
         qset = set(terms)
         out = []
-        for r in _top(total, k):
-            r = int(r)
-            s = int(best_row[r])
+        for r, s in zip(top, srows, strict=True):
             why: dict[str, Any] = {
                 "mode": "hybrid",
                 "channels": {
@@ -484,43 +515,21 @@ class Retriever:
                     "pyramid": round(float(s_pyr[r]), 4),
                     "entity": round(float(s_ent[r]), 4),
                     "length_prior": round(float(prior[r]), 4),
-                    "date": round(float(date_bonus[r]), 4),
+                    "date": round(float(date_bonus[r]) if date_bonus is not None else 0.0, 4),
                 },
-                "sentence": idx.sent_text[s] if s >= 0 else None,
-                "matched": sorted(qset & idx.terms[r]),
+                "sentence": text_of[s] if s >= 0 else None,
+                "matched": idx.matched_terms(r, qset),
             }
             if pyr_out is not None and r in pyr_out.seen:
                 f = pyr_out.seen[r]
                 why["pyramid"] = {"keywords": list(f.path), "level": f.level, "round": f.round}
             if r in ent_why:
                 why["entity"] = ent_why[r]
-            if r in hop_of:
-                hop, origin = hop_of[r]
-                why["graph"] = {"hop": hop, **({"via_seed": idx.sent_text[origin]} if hop else {})}
+            if r in hops:
+                hop, origin = hops[r]
+                why["graph"] = {"hop": hop, **({"via_seed": text_of[origin]} if hop else {})}
             out.append(Ranked("turn", [r], float(total[r]), why))
         return out
-
-
-def turn_relevance(idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
-    """[D] Each turn's relevance to the query embedded as ``q``, in [0, 1], whatever the mode.
-
-    The mean of two dense cosines: the turn's best sentence (a precise match
-    inside a long turn) and the whole turn (the normalised mean of its
-    sentence vectors; a short sentence that happens to resemble the query, such
-    as "It's like a reset button", does not carry the turn alone), clipped to
-    [0, 1]. Ranking scores (hybrid's fused sum, BM25) are not comparable across
-    modes or queries; this is, so ``min_score`` thresholds it. Chosen over the
-    best sentence alone and the turn alone by measurement on the LoCoMo dev
-    split (``sgmem eval locomo --relevance``): at equal loss of evidence inside
-    a 1,000-token context it leaves the most unrelated questions empty.
-    """
-    if idx.n_turns == 0:
-        return np.zeros(0)
-    cos = Retriever.sentence_cosines(idx, q)
-    best, _ = Retriever.per_turn_sentence_scores(idx, cos, 0.0)
-    best = np.where(np.isfinite(best), best, 0.0)
-    whole = Retriever.turn_cosines_from_sentences(idx, cos)
-    return np.clip((best + whole) / 2.0, 0.0, 1.0)
 
 
 def _neighbour_max(values: np.ndarray, prev: np.ndarray, nxt: np.ndarray, missing: float) -> np.ndarray:
@@ -531,14 +540,19 @@ def _neighbour_max(values: np.ndarray, prev: np.ndarray, nxt: np.ndarray, missin
     return np.maximum(pv, nv)
 
 
-def _group_max(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """For each turn, the best finite value in its group (session)."""
+def _group_max(idx: ScopeIndex, values: np.ndarray, codes: str) -> np.ndarray:
+    """For each turn, the best finite value in its group (``idx.array(codes)``: sessions)."""
     if values.size == 0:
         return values
-    best = np.full(int(groups.max()) + 1, -np.inf)
-    np.maximum.at(best, groups, values)
+    groups = idx.array(codes)
+    # the turns sorted by group (cached until the index changes): a segment max instead of ufunc.at
+    order = idx.derived(f"order:{codes}", lambda: np.argsort(groups, kind="stable"))
+    starts = idx.derived(f"starts:{codes}", lambda: np.flatnonzero(np.r_[True, np.diff(groups[order]) != 0]))
+    best = np.maximum.reduceat(values[order], starts)
     best = np.where(np.isfinite(best), best, 0.0)
-    return best[groups]
+    out = np.empty_like(best, shape=values.shape)
+    out[order] = np.repeat(best, np.diff(np.append(starts, values.size)))
+    return out
 
 
 def allowed_mask(

@@ -1,9 +1,9 @@
 """Nearest neighbours found by the database server (PostgreSQL with pgvector, ``Config.pg_dense``).
 
 The server picks the candidates (``ORDER BY emb <=> q LIMIT n``, filtered by
-scope); the host scores them with its own copy of the vectors (the scores are the
-host path's, to float rounding). Everything else counts as cosine −1, the
-contract of :func:`sgmem.retrieval.ann.approx_cosines`.
+scope); the host scores their turns with its own copy of the vectors (the scores
+are the host path's, to float rounding). Everything else counts as cosine −1,
+the contract of :func:`sgmem.retrieval.dense.ann_cosines`.
 """
 
 from __future__ import annotations
@@ -13,20 +13,23 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["gate_nearest", "server_cosines"]
+__all__ = ["gate_nearest", "server_candidates"]
 
 
 def _in_server(store: Any) -> bool:
     return getattr(store, "dense", "host") == "server"
 
 
-def server_cosines(idx: Any, q: np.ndarray, config: Any) -> np.ndarray | None:
-    """Sentence cosines of the scope's ``dense_ann_candidates`` nearest sentences (by the server), −1 elsewhere.
+def server_candidates(idx: Any, q: np.ndarray, config: Any) -> np.ndarray | None:
+    """Row ids of the scope's ``dense_ann_candidates`` sentences nearest to ``q``, found by the server.
 
-    None when the store finds no neighbours itself (``Config.pg_dense`` resolved to ``"host"``).
-    A sentence the server returns that the host's index lacks (written by another
-    host after this search's generation check) is left out; one the host still
-    holds but the server no longer has (deleted meanwhile) scores −1.
+    None when the store finds no neighbours itself (``Config.pg_dense`` resolved
+    to ``"host"``). The host then scores the candidates' turns exactly, as for
+    the HNSW index (:func:`sgmem.retrieval.dense.approx_from_rows`). A sentence
+    the server returns that the host's index lacks (written by another host
+    after this search's generation check) is left out; one the host still holds
+    but the server no longer has (deleted meanwhile) is only scored when a
+    candidate's turn or neighbour holds it.
     """
     store: Any = getattr(idx, "_store", None)  # the store the index was built from (None: built elsewhere)
     if not _in_server(store) or idx.n_sentences == 0:
@@ -35,11 +38,7 @@ def server_cosines(idx: Any, q: np.ndarray, config: Any) -> np.ndarray | None:
     qv = np.ascontiguousarray(q, dtype=np.float32).reshape(-1)
     found = store.nearest(idx.scope_id, qv, n_cand, "sentences")
     rows = [r for r in (idx.sent_row(sid) for sid, _ in found) if r is not None]
-    out = np.full(idx.n_sentences, -1.0, dtype=np.float32)
-    if rows:
-        sel = np.asarray(rows, dtype=np.int64)
-        out[sel] = idx.sentence_vectors()[sel] @ qv
-    return out
+    return np.asarray(rows, dtype=np.int64)
 
 
 def gate_nearest(

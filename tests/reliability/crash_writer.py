@@ -85,7 +85,7 @@ def scope_of(b: int) -> str:
 
 
 class _SlowReplaceOS:
-    """``os`` for the index module, pausing after the N-th turn-index replacement."""
+    """``os`` for the index module, pausing after the N-th sentence-index replacement."""
 
     def __init__(self, nth: int) -> None:
         self.left = nth
@@ -95,7 +95,7 @@ class _SlowReplaceOS:
 
     def replace(self, src: Any, dst: Any) -> None:
         os.replace(src, dst)
-        if str(dst).endswith(".turns.faiss"):
+        if str(dst).endswith(".sentences.faiss"):
             self.left -= 1
             if self.left == 0:
                 print("INSAVE", flush=True)

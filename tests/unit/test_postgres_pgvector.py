@@ -140,19 +140,25 @@ def test_dense_channel_in_the_server_scores_only_the_servers_candidates(vector_u
     from tests.unit.derived.helpers import BagEmbedder  # noqa: PLC0415
 
     emb = BagEmbedder()
-    cfg = sgmem.Config(pg_dense="server", dense_ann_candidates=3, min_relevance=0)
+    cfg = sgmem.Config(pg_dense="server", dense_ann_candidates=1, min_relevance=0)
     with sgmem.Memory(vector_url, embedder=emb, config=cfg) as mem:
         mem.add([{"role": r, "content": c} for r, c in CONVERSATION], scope="u", thread="t")
         idx = mem._index(mem._store.scope_id("u"))  # type: ignore[arg-type]
         q = mem._embed_query("when is the marathon")
-        cos = mem._retriever._dense(idx, q)
+        cos, approx = mem._retriever._dense(idx, q)
+        assert approx is not None, "the server picked the candidates"
         exact = idx.sentence_cosines(q)
-        picked = np.flatnonzero(cos > -1)
-        assert len(picked) == 3, "the server returned the 3 nearest sentences; every other counts as -1"
-        assert set(picked) == set(np.argsort(-exact, kind="stable")[:3])
+        best = int(np.argmax(exact))
+        owner = idx.array("sent_msg")
+        turn = int(owner[best])
+        near = {turn, int(idx.array("prev_row")[turn]), int(idx.array("next_row")[turn])} - {-1}
+        picked = np.flatnonzero(approx.scored)
+        assert best in picked, "the server's nearest sentence is scored"
+        assert set(owner[picked].tolist()) <= near, "only its turn and that turn's neighbours are scored"
+        assert len(picked) < idx.n_sentences and np.all(cos[~approx.scored] == -1), "every other sentence counts as -1"
         assert np.allclose(cos[picked], exact[picked], atol=1e-6), "candidates are scored by the host exactly"
         top = mem.search("when is the marathon", scope="u", k=1, mode="vector")[0]
-        assert top.why["sentence"] == idx.sent_text[int(np.argmax(exact))], "the best sentence is among the candidates"
+        assert top.why["sentence"] == idx.sent_text[best], "the best sentence is among the candidates"
 
 
 def test_gate_nearest_facts_from_the_server_route_as_the_host_does(vector_server: str) -> None:

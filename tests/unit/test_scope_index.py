@@ -182,13 +182,20 @@ def test_the_approximate_dense_index_scores_only_hnsw_candidates() -> None:
             got[name] = [[h.text for h in mem.search(q, scope="a", k=5, mode="vector")] for q in queries]
             if name == "approx":
                 assert idx.ann is not None and idx.ann.ntotal == idx.n_sentences  # built by the query
-                from sgmem.retrieval.ann import approx_cosines
+                from sgmem.retrieval.dense import ann_cosines
 
-                cos = approx_cosines(idx, emb.embed([queries[0]])[0], approx_cfg)
-                assert cos is not None and int((cos > -1).sum()) <= 50  # only candidates were scored
-                exact = idx.sentence_cosines(emb.embed([queries[0]])[0])
-                scored = cos > -1
+                q0 = emb.embed([queries[0]])[0]
+                approx = ann_cosines(idx, q0, approx_cfg)
+                assert approx is not None
+                cos, scored = approx.cos, approx.scored
+                # only the candidates' turns and their chronological neighbours were scored, exactly
+                turns = np.unique(idx.array("sent_msg")[scored])
+                assert 0 < scored.sum() < idx.n_sentences and len(turns) <= 3 * 50
+                exact = idx.sentence_cosines(q0)
                 assert np.allclose(cos[scored], exact[scored], atol=1e-6)
+                assert (cos[~scored] == -1).all()
+                # every sentence of a scored turn is scored (its dense channels are the exact ones)
+                assert scored[np.isin(idx.array("sent_msg"), turns)].all()
     same = sum(a == b for qa, qb in zip(got["exact"], got["approx"], strict=True) for a, b in zip(qa, qb, strict=True))
     assert same >= 0.8 * 5 * len(queries)
 

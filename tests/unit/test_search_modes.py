@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
 
+import numpy as np
 import pytest
 
 import sgmem
@@ -188,7 +189,9 @@ def test_time_filters_are_inclusive(mem: sgmem.Memory, mode: str) -> None:
 
 # ----------------------------------------------------------- chunk levels
 def _chunked(embedder: sgmem.Embedder, level: str) -> sgmem.Memory:
-    mem = sgmem.Memory(embedder=embedder, config=sgmem.Config(graph=sgmem.GraphConfig(chunk_level=level), min_relevance=0.0))  # type: ignore[arg-type]
+    mem = sgmem.Memory(
+        embedder=embedder, config=sgmem.Config(graph=sgmem.GraphConfig(chunk_level=level), min_relevance=0.0)
+    )  # type: ignore[arg-type]
     mem.add([dict(m) for m in CAT_THREAD], scope="s", thread="t", at=DAY1)
     mem.add([dict(m) for m in RUN_THREAD], scope="s", thread="t", at=DAY2)
     return mem
@@ -266,7 +269,13 @@ def test_turn_cosines_from_sentence_cosines_equal_a_scan_of_the_turn_vectors(
         cos = Retriever.sentence_cosines(idx, q)
         derived = Retriever.turn_cosines_from_sentences(idx, cos)
         assert derived.shape == (idx.n_turns,)
-        assert abs(derived - Retriever.turn_cosines(idx, q)).max() < 1e-5
+        # the turn vectors the write path stored (the index holds none: it derives them)
+        with m._store.read() as conn:
+            blobs = conn.execute("SELECT vec FROM messages WHERE scope_id = ? ORDER BY id", (idx.scope_id,)).fetchall()
+        stored = np.stack([np.frombuffer(b[0], dtype=np.float32) for b in blobs])
+        np.testing.assert_array_equal(idx.turn_vectors(), stored)
+        assert abs(derived - stored.astype(np.float64) @ q).max() < 1e-5
+        assert abs(Retriever.turn_cosines(idx, q) - stored.astype(np.float64) @ q).max() < 1e-5
 
     with sgmem.Memory(tmp_path, embedder=embedder) as m:
         add_sample(m)
