@@ -23,8 +23,14 @@ __all__ = ["ByteLRU", "CacheView"]
 class ByteLRU:
     """``key → value`` with values evicted least recently used first once their bytes pass ``budget``.
 
-    The entry just stored is never evicted by its own insertion, so a single
-    scope larger than the budget still stays cached while it is in use.
+    The entry just stored is never evicted by its own insertion, nor are the
+    other entries of its *group* (the scope of a ``(kind, scope_id)`` key), so
+    a single scope larger than the budget keeps its index and its derived
+    state cached while it is in use. (Evicting by key alone, a scope past the
+    budget dropped its derived state when its index was stored and its index
+    when its derived state was stored: every add reloaded both from SQLite,
+    an O(scope) rebuild per add — issue 14, measured as a stall of the
+    100k-sentence ingest once the scope passed 256 MiB.)
     Thread-safe; values must have an ``nbytes()`` method (re-read on each
     :meth:`put`, so a value that grew in place is re-counted when stored again).
     """
@@ -54,10 +60,14 @@ class ByteLRU:
                 self._bytes -= old[1]
             self._items[key] = (value, size)
             self._bytes += size
-            while self._bytes > self.budget and len(self._items) > 1:
-                _, (_, dropped) = self._items.popitem(last=False)
-                self._bytes -= dropped
+            if self._bytes <= self.budget:
+                return
+            group = _group(key)
+            for k in [k for k in self._items if _group(k) != group]:  # least recently used first
+                self._bytes -= self._items.pop(k)[1]
                 self.evictions += 1
+                if self._bytes <= self.budget:
+                    break
 
     def pop(self, key: Hashable) -> Any:
         """Remove ``key``; its value or None."""
@@ -85,6 +95,11 @@ class ByteLRU:
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+def _group(key: Hashable) -> Hashable:
+    """The scope of a ``(kind, scope_id)`` key (other keys are their own group)."""
+    return key[1] if isinstance(key, tuple) and len(key) == 2 else key
 
 
 class CacheView:

@@ -214,7 +214,7 @@ def after_delete(
     if conn.execute("SELECT COUNT(*) FROM messages WHERE scope_id = ?", (scope_id,)).fetchone()[0] == 0:
         removed = conn.execute("SELECT COUNT(*) FROM derived WHERE scope_id = ?", (scope_id,)).fetchone()[0]
         conn.execute("DELETE FROM derived WHERE scope_id = ?", (scope_id,))
-        for table in ("gate_decisions", "gate_state", "llm_usage"):
+        for table in ("gate_decisions", "gate_state", "gate_ivf", "llm_usage"):
             conn.execute(f"DELETE FROM {table} WHERE scope_id = ?", (scope_id,))
         return int(removed), 0, True
     for mid, current_tainted in sorted(affected.items()):

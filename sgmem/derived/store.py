@@ -74,9 +74,10 @@ def load_state(
     st.load_facts(ids, vecs)
     row = conn.execute(
         "SELECT version, step, msg_count, tau, kappa, sum_vec, pca_mean, pca_basis, pca_lo, pca_hi, pca_n_fit, "
-        "pca_stale, ivf_centroids, ivf_n_train, adds, updates, noops FROM gate_state WHERE scope_id = ?",
+        "pca_stale, adds, updates, noops FROM gate_state WHERE scope_id = ?",
         (scope_id,),
     ).fetchone()
+    ivf = conn.execute("SELECT centroids, n_train FROM gate_ivf WHERE scope_id = ?", (scope_id,)).fetchone()
     if row is None:
         st.sum_vec = vecs.astype(np.float64).sum(axis=0) if ids else np.zeros(dim)
         return st, None, 0
@@ -86,11 +87,11 @@ def load_state(
     sum_ok = row[5] is not None and len(row[5]) == 8 * dim
     st.sum_vec = np.frombuffer(row[5], dtype=np.float64).copy() if sum_ok else vecs.astype(np.float64).sum(axis=0)
     st.density = Density.from_blobs(dim, pca_dim, row[6], row[7], row[8], row[9], int(row[10]), bool(row[11]))
-    st.counts = {"add": int(row[14]), "update": int(row[15]), "noop": int(row[16])}
+    st.counts = {"add": int(row[12]), "update": int(row[13]), "noop": int(row[14])}
     centroids = None
-    if row[12] is not None and len(row[12]) % (4 * dim) == 0 and len(row[12]):
-        centroids = np.frombuffer(row[12], dtype=np.float32).reshape(-1, dim).copy()
-    return st, centroids, int(row[13])
+    if ivf is not None and ivf[0] is not None and len(ivf[0]) % (4 * dim) == 0 and len(ivf[0]):
+        centroids = np.frombuffer(ivf[0], dtype=np.float32).reshape(-1, dim).copy()
+    return st, centroids, int(ivf[1]) if ivf is not None else 0
 
 
 def save_state(conn: sqlite3.Connection, scope_id: int, st: GateState, version: int, centroids: Any = None) -> None:
@@ -127,10 +128,11 @@ def save_state(conn: sqlite3.Connection, scope_id: int, st: GateState, version: 
         "adds = excluded.adds, updates = excluded.updates, noops = excluded.noops, updated_at = excluded.updated_at",
         (scope_id, *values),
     )
-    if centroids is not None:
+    if centroids is not None:  # a row of its own: the state's row above is rewritten at every add
         conn.execute(
-            "UPDATE gate_state SET ivf_centroids = ?, ivf_n_train = ? WHERE scope_id = ?",
-            (None if centroids is False else _blob(centroids[0]), 0 if centroids is False else centroids[1], scope_id),
+            "INSERT INTO gate_ivf (scope_id, centroids, n_train) VALUES (?, ?, ?) "
+            "ON CONFLICT(scope_id) DO UPDATE SET centroids = excluded.centroids, n_train = excluded.n_train",
+            (scope_id, None if centroids is False else _blob(centroids[0]), 0 if centroids is False else centroids[1]),
         )
 
 

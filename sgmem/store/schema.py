@@ -256,12 +256,27 @@ CREATE INDEX entity_mentions_scope ON entity_mentions (scope_id, message_id);
 """
 _ENTITIES = ENTITY_MIGRATION
 
+# The gate's IVF centroids in a row of their own (issue 14): in gate_state, whose row every add
+# rewrites, SQLite rewrote the centroids' ~0.5–2 MB of overflow pages at every add (and zeroed the
+# old ones, secure_delete). Existing centroids move over; gate_state's two columns stay, unused.
+_GATE_IVF = """
+CREATE TABLE gate_ivf (
+    scope_id  INTEGER PRIMARY KEY REFERENCES scopes(id),
+    centroids BLOB,
+    n_train   INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO gate_ivf (scope_id, centroids, n_train)
+    SELECT scope_id, ivf_centroids, ivf_n_train FROM gate_state WHERE ivf_centroids IS NOT NULL;
+UPDATE gate_state SET ivf_centroids = NULL, ivf_n_train = 0 WHERE ivf_centroids IS NOT NULL;
+"""
+
 #: (name, SQL) pairs, applied in order.
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial", _INITIAL),
     ("0002_derived_memory", _DERIVED),
     ("0003_keywords", _KEYWORDS),
     ("0004_entities", _ENTITIES),
+    ("0005_gate_ivf", _GATE_IVF),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -133,3 +133,45 @@ def test_density_reads_the_earlier_float64_format() -> None:
     back = Density.from_blobs(8, 4, *old, n_fit=d.n_fit, stale=d.stale)
     assert back.volume(6, 1e-3) == pytest.approx(d.volume(6, 1e-3))
     assert Density.from_blobs(8, 4, None, None, None, None, n_fit=1, stale=False).n_fit == 1
+
+
+def test_a_scope_past_the_budget_keeps_its_index_and_derived_state_while_in_use() -> None:
+    """Storing one kind of a scope's state never evicts its other kind (issue 14: a scope larger than
+    Config.cache_bytes reloaded its index and its derived state from SQLite at every add)."""
+    lru = ByteLRU(100)
+    lru.put(("index", 2), Blob(30))
+    lru.put(("index", 1), Blob(80))
+    lru.put(("derived", 1), Blob(80))  # scope 1 alone is past the budget: scope 2 goes, scope 1 stays whole
+    assert lru.get(("index", 2)) is None
+    assert lru.get(("index", 1)) is not None and lru.get(("derived", 1)) is not None
+    lru.put(("index", 1), Blob(90))  # grown by an add, stored again
+    assert lru.get(("derived", 1)) is not None and lru.evictions == 1
+    lru.put(("index", 3), Blob(10))  # another scope in use now: scope 1's least recently used entry goes
+    assert lru.get(("index", 3)) is not None and lru.get(("index", 1)) is None and lru.get(("derived", 1)) is not None
+    assert lru.nbytes == 90 and lru.evictions == 2
+
+
+def test_adds_to_a_scope_larger_than_the_cache_budget_never_reload_it(tmp_path: Path) -> None:
+    from sgmem.retrieval import index as index_mod
+
+    loads = []
+    real = index_mod.load_scope_index
+
+    def counting(*args: object, **kwargs: object) -> object:
+        loads.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    with sgmem.Memory(tmp_path / "s", embedder=EMB, config=sgmem.Config(cache_bytes=1)) as mem:
+        import sgmem.write as write_mod
+
+        old_w, old_m = write_mod.load_scope_index, sgmem.memory.load_scope_index  # type: ignore[attr-defined]
+        write_mod.load_scope_index = counting  # type: ignore[assignment]
+        sgmem.memory.load_scope_index = counting  # type: ignore[attr-defined]
+        try:
+            for s in range(12):
+                mem.add(_msgs(s), scope="big", thread=f"t{s}")
+            assert len(loads) <= 1  # the first add of the scope builds it; the others extend it in place
+            assert mem.search("topic3 weekend", scope="big", k=3, mode="hybrid")
+            assert len(loads) <= 1
+        finally:
+            write_mod.load_scope_index, sgmem.memory.load_scope_index = old_w, old_m  # type: ignore[attr-defined]
