@@ -77,6 +77,11 @@ class AnnIndex:
         with faiss_single_thread(len(vecs) - self.ntotal < SMALL_FAISS_BATCH):  # an add's few dozen: one thread
             self.index.add(np.ascontiguousarray(vecs[self.ntotal :], dtype=np.float32))
 
+    def add_rows(self, vecs: np.ndarray) -> None:
+        """Append ``vecs`` (new rows) to the storage and link them (an add's few dozen on one OpenMP thread)."""
+        with faiss_single_thread(len(vecs) < SMALL_FAISS_BATCH):
+            self.index.add(np.ascontiguousarray(vecs, dtype=np.float32))
+
     def candidates(self, queries: np.ndarray, k: int) -> np.ndarray:
         """Row ids of about the ``k`` nearest indexed rows of each query (-1 pads)."""
         if self.ntotal == 0 or len(queries) == 0:

@@ -508,7 +508,7 @@ class ScopeIndex:
         if len(rows):
             vecs = np.ascontiguousarray(vecs, dtype=np.float32)
             if self.ann is not None and self.ann.storage() is self.sent_index:
-                self.ann.index.add(vecs)  # appends to the shared flat storage and links the new rows
+                self.ann.add_rows(vecs)  # appends to the shared flat storage and links the new rows
             else:
                 self.sent_index.add(vecs)
                 if self.ann is not None:

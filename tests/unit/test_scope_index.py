@@ -251,6 +251,7 @@ def test_an_adds_few_vectors_go_to_faiss_on_one_thread_and_a_build_on_all() -> N
         ann.extend(vecs[:2000])  # a first build
         ann.extend(vecs[:2050])  # an add's 50 sentences
         ann.top_k(vecs[2050:2100], vecs[:2050], 3)  # their kNN edges
+        ann.add_rows(vecs[2050:2090])  # the next add's 40, appended to the shared storage (ScopeIndex.append)
         ivf = IVFScorer.train(vecs[:2000], nprobe=4)
         ivf.index = _Recording(ivf.index, seen)
         ivf.add(np.arange(2000), vecs[:2000])  # attached to a loaded gate state
@@ -259,6 +260,7 @@ def test_an_adds_few_vectors_go_to_faiss_on_one_thread_and_a_build_on_all() -> N
             ("add", 2000, 2),
             ("add", 50, 1),
             ("search", 50, 1),
+            ("add", 40, 1),
             ("add_with_ids", 2000, 2),
             ("add_with_ids", 20, 1),
         ]
