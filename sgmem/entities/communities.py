@@ -10,9 +10,10 @@ Here, with an LLM only (:attr:`EntityConfig.community_summaries`):
 - **Deferred, like the profiles** (eq. 10–11). After an add that links two or
   more entities in a turn (the only adds that change the co-occurrence graph),
   the communities of the graph *with* the add are recomputed; each community
-  holding an entity of the add is summarised when its supporting episodes
-  (turns mentioning at least two of its entities) exceed what its stored
-  summary absorbed by ``community_batch``. A re-formed community keeps the
+  holding an entity of the add is summarised once it has
+  ``community_min_episodes`` supporting episodes (turns mentioning at least
+  two of its entities; Table 6: 2), and summarised again once its supporting
+  episodes exceed what its stored summary absorbed by ``community_batch``. A re-formed community keeps the
   summary of the stored one it overlaps most (entity-set Jaccard ≥
   ``community_match``) and replaces it when due.
 - **Stored** in ``entity_communities`` with the messages it was written from
@@ -155,8 +156,13 @@ def plan_summaries(
         match = match_stored(frozenset(e for e in c if e >= 0), snap.summaries, cfg.community_match)
         if match is not None and match.id in taken:
             continue  # one re-summary per stored summary and add
-        absorbed = match.episodes if match is not None else 0
-        if len(support) < 2 or len(support) - absorbed < cfg.community_batch:
+        # first summary at Table 6's minimum of supporting episodes; an update once a batch more accrued
+        due = (
+            len(support) - match.episodes >= cfg.community_batch
+            if match is not None
+            else len(support) >= cfg.community_min_episodes
+        )
+        if not due:
             continue
         shown = support[-cfg.community_episodes :]
         got = _summarise(snap, c, g, shown, new_names, messages, llm, usage, texts)

@@ -98,13 +98,16 @@ class EntityConfig:
             name and description (seed §3.2.4's last step, prompt E.3,
             :data:`sgmem.prompts.ENTITY_COMMUNITY`), deferred: a community is
             summarised when it forms or has gained ``community_batch``
-            supporting episodes since its summary; ``mode="entity"`` then
+            supporting episodes since its summary (first written at
+            ``community_min_episodes``); ``mode="entity"`` then
             ranks the summaries and the turns of the best ones gain
             ``community_share`` (Table 7: community context nodes). Off, or
             without an LLM: no summaries and no calls.
-        community_batch: [D] new supporting episodes (turns mentioning two or
-            more of a community's entities) that trigger its (re)summary (the
-            profiles' B, Table 6: 15).
+        community_min_episodes: supporting episodes (turns mentioning two or
+            more of a community's entities) before its first summary (Table 6:
+            minimum supporting episodes per community, 2).
+        community_batch: [D] new supporting episodes that trigger a
+            community's re-summary (the profiles' B, Table 6: 15).
         community_episodes: the most supporting episodes shown to the LLM
             (Table 6: 12), the latest ones.
         community_match: [D] a stored summary stays the summary of a re-formed
@@ -136,6 +139,7 @@ class EntityConfig:
     profile_min: int = 2
     community_min: int = 2
     community_summaries: bool = True
+    community_min_episodes: int = 2
     community_batch: int = 15
     community_episodes: int = 12
     community_match: float = 0.5
@@ -169,6 +173,7 @@ class EntityConfig:
             "profile_batch",
             "profile_min",
             "community_min",
+            "community_min_episodes",
             "community_batch",
             "community_episodes",
             "community_context",

@@ -20,10 +20,12 @@ TALK = [
 REPLY = {"name": "Anna's trips with friends", "description": "Anna hiked with Ben near Denver and met Carla in Paris."}
 
 
-def _config(summaries: bool = True, batch: int = 2) -> sgmem.Config:
+def _config(summaries: bool = True, first: int = 2, batch: int = 2) -> sgmem.Config:
     return sgmem.Config(
         min_relevance=0.0,
-        entities=sgmem.EntityConfig(enabled=True, community_summaries=summaries, community_batch=batch),
+        entities=sgmem.EntityConfig(
+            enabled=True, community_summaries=summaries, community_min_episodes=first, community_batch=batch
+        ),
         pyramid=sgmem.PyramidConfig(llm_keywords=False),
         derived=sgmem.DerivedConfig(llm_tasks=()),  # the model answers the entity layer's calls only
     )
@@ -112,17 +114,19 @@ def test_switched_off_or_without_an_llm_nothing_is_summarised(embedder: sgmem.Em
 
 
 def test_summaries_are_deferred_until_a_community_has_enough_episodes(embedder: sgmem.Embedder) -> None:
-    with sgmem.Memory(embedder=embedder, llm=_llm(), config=_config(batch=3)) as mem:
-        results = _fill(mem, talk=TALK[:2])  # Anna, Ben and Denver meet in two turns: below the batch
-        assert _summaries(mem) == [] and sum(r.llm_calls for r in results) == 0
-        third = mem.add(
-            [{"role": "user", "name": "Zoe", "content": "Ben said Denver and Anna were great.", "id": "s2"}],
-            scope="s",
-            thread="t",
-            at=T0 + timedelta(days=2),
-        )
-        stored = _summaries(mem)
-    assert third.llm_calls == 1 and len(stored) == 1 and stored[0][2] == ["s0", "s1", "s2"]
+    def add(mem: sgmem.Memory, i: int, text: str) -> sgmem.AddResult:
+        at = T0 + timedelta(days=i)
+        return mem.add([{"role": "user", "name": "Zoe", "content": text, "id": f"s{i}"}], scope="s", thread="t", at=at)
+
+    with sgmem.Memory(embedder=embedder, llm=_llm(), config=_config(first=3, batch=2)) as mem:
+        calls = [add(mem, i, t).llm_calls for i, t in enumerate(TALK[:2])]  # two turns: below the first summary's 3
+        assert _summaries(mem) == [] and calls == [0, 0]
+        assert add(mem, 2, "Ben said Denver and Anna were great.").llm_calls == 1
+        assert [src for _, _, src in _summaries(mem)] == [["s0", "s1", "s2"]]
+        # one more supporting turn is below the batch of 2: no call; a second one re-summarises, replacing it
+        assert add(mem, 3, "Anna and Ben drove out of Denver.").llm_calls == 0
+        assert add(mem, 4, "Denver was where Ben taught Anna to ski.").llm_calls == 1
+        assert [src for _, _, src in _summaries(mem)] == [["s0", "s1", "s2", "s3", "s4"]]
 
 
 def test_deleting_a_source_message_removes_its_summary(embedder: sgmem.Embedder) -> None:
