@@ -92,11 +92,12 @@ def test_a_community_summary_is_written_stored_counted_and_found(embedder: sgmem
     assert whys and all(w["summary"] == REPLY["description"] for w in whys.values())
 
 
-def test_summaries_persist_across_reopening(embedder: sgmem.Embedder, tmp_path: Any) -> None:
-    with sgmem.Memory(tmp_path, embedder=embedder, llm=_llm(), config=_config()) as mem:
+@pytest.mark.both_backends
+def test_summaries_persist_across_reopening(embedder: sgmem.Embedder, store_path: Any) -> None:
+    with sgmem.Memory(store_path, embedder=embedder, llm=_llm(), config=_config()) as mem:
         _fill(mem)
         before = _summaries(mem)
-    with sgmem.Memory(tmp_path, embedder=embedder, config=_config()) as mem:  # no LLM now: read only
+    with sgmem.Memory(store_path, embedder=embedder, config=_config()) as mem:  # no LLM now: read only
         assert _summaries(mem) == before and before
         hits = mem.search("Where did Anna and Carla go together?", scope="s", k=4, mode="entity")
     assert _community_whys(hits)
@@ -129,11 +130,12 @@ def test_summaries_are_deferred_until_a_community_has_enough_episodes(embedder: 
         assert [src for _, _, src in _summaries(mem)] == [["s0", "s1", "s2", "s3", "s4"]]
 
 
-def test_deleting_a_source_message_removes_its_summary(embedder: sgmem.Embedder) -> None:
+@pytest.mark.both_backends
+def test_deleting_a_source_message_removes_its_summary(embedder: sgmem.Embedder, store_path: Any) -> None:
     q = "Where did Anna and Ben go hiking?"
     first = {"name": "Hiking near Denver", "description": "Anna and Ben hiked and cooked near Denver."}
     second = {"name": "Paris and the Louvre", "description": "Anna and Carla loved Paris and the Louvre."}
-    with sgmem.Memory(embedder=embedder, llm=_llm(first, second), config=_config()) as mem:
+    with sgmem.Memory(store_path, embedder=embedder, llm=_llm(first, second), config=_config()) as mem:
         _fill(mem)
         stored = _summaries(mem)
         assert [name for name, _, _ in stored] == [first["name"], second["name"]]
