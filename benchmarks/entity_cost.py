@@ -1,7 +1,8 @@
 """Ingest cost of the LightGMEM entity layer (``python -m benchmarks.entity_cost``).
 
-Ingests one LoCoMo dev conversation three times in the same run: with the
+Ingests one LoCoMo dev conversation four times in the same run: with the
 entity layer off (the baseline), on without an LLM, and on with a fake LLM
+without and with the community summaries
 (LangChain's ``FakeListChatModel`` through the adapter; derived memory and
 LLM keywords off, so every call counted is an entity call). Reports the entity
 planning time per sentence (extraction, zero-shot typing — including the
@@ -16,7 +17,7 @@ import time
 from typing import Any
 
 import sgmem
-import sgmem.memory as memory_module
+import sgmem.write as write_module
 from sgmem.embed import default_embedder
 from sgmem.entities.extract import TypeModel
 from sgmem.eval import CachingEmbedder
@@ -28,7 +29,7 @@ DEV = "../shared/data/locomo/locomo-dev.json"
 
 def _run(conv: Any, embedder: Any, raw: Any, config: sgmem.Config, llm: Any = None) -> dict[str, float]:
     spent = {"plan_ms": 0.0}
-    real = memory_module.plan_entities
+    real = write_module.plan_entities
 
     def timed(*a: Any, **kw: Any) -> Any:
         t0 = time.perf_counter()
@@ -37,7 +38,7 @@ def _run(conv: Any, embedder: Any, raw: Any, config: sgmem.Config, llm: Any = No
         finally:
             spent["plan_ms"] += (time.perf_counter() - t0) * 1e3
 
-    memory_module.plan_entities = timed  # type: ignore[assignment]
+    write_module.plan_entities = timed  # type: ignore[assignment]
     try:
         with sgmem.Memory(embedder=embedder, llm=llm, config=config) as mem:
             # sentences come from the embedding cache in every run; mention surfaces and type
@@ -53,8 +54,9 @@ def _run(conv: Any, embedder: Any, raw: Any, config: sgmem.Config, llm: Any = No
             add_s = time.perf_counter() - t0
             n_ent = mem._store.conn.execute("SELECT COUNT(*) FROM entities").fetchone()[0]
             n_men = mem._store.conn.execute("SELECT COUNT(*) FROM entity_mentions").fetchone()[0]
+            n_comm = mem._store.conn.execute("SELECT COUNT(*) FROM entity_communities").fetchone()[0]
     finally:
-        memory_module.plan_entities = real  # type: ignore[assignment]
+        write_module.plan_entities = real  # type: ignore[assignment]
     return {
         "turns": conv.n_turns,
         "sentences": sentences,
@@ -63,6 +65,7 @@ def _run(conv: Any, embedder: Any, raw: Any, config: sgmem.Config, llm: Any = No
         "llm_calls_per_1000_turns": calls * 1000 / conv.n_turns,
         "entities": n_ent,
         "mentions": n_men,
+        "summaries": n_comm,
     }
 
 
@@ -85,23 +88,31 @@ def main() -> None:
         derived=sgmem.DerivedConfig(facts=False, summaries=False, insights="off"),
     )  # the entity layer is off by default
     quiet = off.with_(entities=sgmem.EntityConfig(enabled=True))
-    # one answer fits both entity prompts: "not a duplicate", and a profile description
-    fake = LangChainLLM(FakeListChatModel(responses=['{"duplicate_id": -1, "description": "A recurring topic."}']))
+    # one answer fits every entity prompt: "not a duplicate", a profile and a community description
+    fake = LangChainLLM(
+        FakeListChatModel(
+            responses=['{"duplicate_id": -1, "name": "A recurring topic", "description": "A recurring topic."}']
+        )
+    )
+    no_comm = quiet.with_(entities=sgmem.EntityConfig(enabled=True, community_summaries=False))
     rows = [
         ("entity layer off (baseline)", _run(conv, embedder, raw, off)),
         ("entity layer, no LLM", _run(conv, embedder, raw, quiet)),
-        ("entity layer, fake LLM", _run(conv, embedder, raw, quiet, fake)),
+        ("entity layer, fake LLM, no community summaries", _run(conv, embedder, raw, no_comm, fake)),
+        ("entity layer, fake LLM (with community summaries)", _run(conv, embedder, raw, quiet, fake)),
     ]
     base = rows[0][1]["add_s"]
     if isinstance(embedder, CachingEmbedder):
         embedder.save()
     print(f"LoCoMo {conv.sample_id}: {conv.n_turns} turns, {rows[0][1]['sentences']} sentences")
-    print("| run | add s | add vs baseline | entity µs / sentence | LLM calls / 1,000 turns | entities | mentions |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| run | add s | add vs baseline | entity µs / sentence | LLM calls / 1,000 turns | entities | mentions | community summaries |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for name, r in rows:
         print(
             f"| {name} | {r['add_s']:.1f} | {r['add_s'] / base:.2f}x | {r['plan_us_per_sentence']:.0f} | "
-            f"{r['llm_calls_per_1000_turns']:.1f} | {r['entities']} | {r['mentions']} |"
+            f"{r['llm_calls_per_1000_turns']:.1f} | {r['entities']} | {r['mentions']} | {r['summaries']} |"
         )
 
 

@@ -195,8 +195,10 @@ class SGRMConfig:
         knn_k: similarity edges per segment (paper: k = 3).
         depth: L, the BFS depth ([U] in the paper; [D] 2).
         top_n: segments returned per query (paper: top_n = 3); ``k`` caps it.
-        order: turns inside a segment hit, ``"chronological"`` (the paper's
-            ordering of R_q) or ``"similarity"`` ([D] best sentence cosine first).
+        order: a segment hit's messages are always in conversation order
+            (:attr:`Hit.message_ids`, the paper's ordering of R_q); with
+            ``"similarity"`` ([D]) its ``why["best_turns"]`` also lists their
+            positions best sentence cosine first; ``"chronological"`` omits it.
     """
 
     segment_tokens: int = 128

@@ -8,6 +8,7 @@ named after the algorithm that owns them (see ALGORITHMS.md).
 from __future__ import annotations
 
 __all__ = [
+    "ENTITY_COMMUNITY",
     "ENTITY_DISAMBIGUATION",
     "ENTITY_PROFILE",
     "FACT_EXTRACTION",
@@ -180,3 +181,18 @@ Rewrite the profile in at most three sentences, keeping what the current profile
 messages clearly change it, and adding only what the messages support. Do not guess, and do not give \
 this entity facts that belong to another person or thing in the messages.
 Answer with one JSON object only: {{"description": "<the profile>"}}."""
+
+#: E.3: name and describe one entity community (deferred: when it forms or has grown by a batch).
+ENTITY_COMMUNITY = """You name and describe a group of related things from a person's conversations, using \
+only the entities and messages given. Describe the group as a whole, not only its most prominent member.
+
+Entities of the group:
+{entities}
+
+Messages in which several of them occur, with their dates:
+{messages}
+
+Give the group a short, specific name (3 to 8 words, a noun phrase) and a description of 2 to 3 sentences \
+on the activities, relationships, roles or themes its entities share, mentioning as many of them as you \
+can. Use only what the messages support; invent nothing.
+Answer with one JSON object only: {{"name": "<the name>", "description": "<the description>"}}."""

@@ -2,10 +2,11 @@
 
 Entity mentions per turn (rules + zero-shot typing with the memory's
 embedder), selective disambiguation with conflict lanes, deferred profiles,
-weak co-occurrence edges, Ego-Splitting communities, and entity-anchored
+weak co-occurrence edges, Ego-Splitting communities (with an LLM, their deferred summaries), and entity-anchored
 retrieval (``mode="entity"`` and the hybrid's entity channel).
 """
 
+from .communities import CommunityPlan, CommunityRow, plan_summaries, rank_summaries
 from .config import ENTITY_TYPES, EntityConfig
 from .extract import Mention, TypeModel, find_spans, norm_name, query_categories
 from .graph import ego_split_communities
@@ -15,6 +16,8 @@ from .store import ENTITY_MIGRATION
 from .write import EntityPlan, plan_entities
 
 __all__ = [
+    "CommunityPlan",
+    "CommunityRow",
     "ENTITY_MIGRATION",
     "ENTITY_TYPES",
     "EntityCache",
@@ -30,7 +33,9 @@ __all__ = [
     "graph_scores",
     "norm_name",
     "plan_entities",
+    "plan_summaries",
     "query_categories",
+    "rank_summaries",
     "read_query",
     "type_channel",
 ]

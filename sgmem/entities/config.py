@@ -94,6 +94,27 @@ class EntityConfig:
         profile_min: the sparse-entity shortcut (Table 6): an entity seen in at
             most this many episodes keeps its extractive profile, no LLM call.
         community_min: smallest community kept (Table 6: 2 entities).
+        community_summaries: with an LLM (and ``llm``), write each community's
+            name and description (seed §3.2.4's last step, prompt E.3,
+            :data:`sgmem.prompts.ENTITY_COMMUNITY`), deferred: a community is
+            summarised when it forms or has gained ``community_batch``
+            supporting episodes since its summary (first written at
+            ``community_min_episodes``); ``mode="entity"`` then
+            ranks the summaries and the turns of the best ones gain
+            ``community_share`` (Table 7: community context nodes). Off, or
+            without an LLM: no summaries and no calls.
+        community_min_episodes: supporting episodes (turns mentioning two or
+            more of a community's entities) before its first summary (Table 6:
+            minimum supporting episodes per community, 2).
+        community_batch: [D] new supporting episodes that trigger a
+            community's re-summary (the profiles' B, Table 6: 15).
+        community_episodes: the most supporting episodes shown to the LLM
+            (Table 6: 12), the latest ones.
+        community_match: [D] a stored summary stays the summary of a re-formed
+            community when their entity sets' Jaccard is at least this.
+        community_context: community summaries kept per query (Table 7: 2).
+        community_share: [D] what a supporting turn of a kept community adds
+            to ``s_graph`` in ``mode="entity"``.
         anchor_gate: [D] in the channel, a type-matched turn that is not linked
             to any query anchor (a person the query names, or its speaker)
             scores this share of a linked one.
@@ -117,6 +138,13 @@ class EntityConfig:
     profile_batch: int = 15
     profile_min: int = 2
     community_min: int = 2
+    community_summaries: bool = True
+    community_min_episodes: int = 2
+    community_batch: int = 15
+    community_episodes: int = 12
+    community_match: float = 0.5
+    community_context: int = 2
+    community_share: float = 0.25
     anchor_gate: float = 0.3
     neighbour_share: float = 0.5
     w_sem: float = 1.0
@@ -125,7 +153,7 @@ class EntityConfig:
     candidates: int = 30
 
     def __post_init__(self) -> None:
-        for name in ("enabled", "llm"):
+        for name in ("enabled", "llm", "community_summaries"):
             _check(isinstance(getattr(self, name), bool), name, getattr(self, name), "True or False")
         for name in (
             "type_surface_weight",
@@ -135,10 +163,22 @@ class EntityConfig:
             "llm_threshold",
             "anchor_gate",
             "neighbour_share",
+            "community_match",
+            "community_share",
         ):
             v = getattr(self, name)
             _check(_is_number(v) and -1.0 <= v <= 1.0, name, v, "a number in [-1, 1]")
-        for name in ("max_lanes", "profile_batch", "profile_min", "community_min", "candidates"):
+        for name in (
+            "max_lanes",
+            "profile_batch",
+            "profile_min",
+            "community_min",
+            "community_min_episodes",
+            "community_batch",
+            "community_episodes",
+            "community_context",
+            "candidates",
+        ):
             v = getattr(self, name)
             _check(_is_int(v) and v >= 1, name, v, "an int >= 1")
         for name in ("w_sem", "w_lex", "w_graph"):

@@ -14,6 +14,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
+from .communities import CommunityRow, load_summaries
 from .store import Applied, EntityRow, MentionRow, load_rows
 
 __all__ = ["EntityCache", "EntityIndex", "char_grams", "jaccard"]
@@ -47,6 +50,8 @@ class EntityIndex:
         self.type_votes: dict[int, Counter[str]] = defaultdict(Counter)
         self._cooc: dict[int, Counter[int]] | None = None
         self._communities: tuple[list[frozenset[int]], dict[int, list[int]]] | None = None
+        self.summaries: dict[int, CommunityRow] = {}  # LLM community summaries (seed §3.2.4), by id
+        self._summary_vecs: dict[int, np.ndarray] = {}
         self.lock = threading.RLock()
 
     # ---------------------------------------------------------------- build
@@ -80,6 +85,10 @@ class EntityIndex:
                 row = self.entities.get(eid)
                 if row is not None:
                     row.profile, row.profiled = text, n
+            for cid in applied.dropped_summaries:
+                self.summaries.pop(cid, None)
+            for c in applied.summaries:
+                self.summaries[c.id] = c
 
     def without_messages(self, message_ids: frozenset[int]) -> EntityIndex:
         """A copy without the mentions of ``message_ids`` and the entities left with none (a replace's delete)."""
@@ -92,6 +101,7 @@ class EntityIndex:
                     out.add_entity(e)
             for m in sorted(kept, key=lambda m: (m.message_id, m.start)):
                 out.add_mention(m)
+            out.summaries = {c.id: c for c in self.summaries.values() if not message_ids.intersection(c.sources)}
             return out
 
     # ---------------------------------------------------------------- views
@@ -145,6 +155,25 @@ class EntityIndex:
                 self._communities = (comms, dict(member))
             return self._communities
 
+    def summary_vectors(self, embed: Any) -> dict[int, np.ndarray]:
+        """Unit vectors of the community summaries (name and description), embedded on first use."""
+        with self.lock:
+            todo = [c for cid, c in self.summaries.items() if cid not in self._summary_vecs]
+            if todo:
+                vecs = np.asarray(embed([f"{c.name}. {c.summary}" for c in todo]), dtype=np.float32)
+                for c, v in zip(todo, vecs, strict=False):
+                    n = float(np.linalg.norm(v))
+                    self._summary_vecs[c.id] = v / n if n > 0 else v
+            return dict(self._summary_vecs)
+
+    def supporting_turns(self, members: frozenset[int]) -> list[int]:
+        """Message ids of the turns that mention two or more of ``members`` (a community's episodes)."""
+        return [
+            mid
+            for mid, ms in self.by_message.items()
+            if len({m.entity_id for m in ms if m.start >= 0 and m.entity_id in members}) >= 2
+        ]
+
     def mentions_of(self, message_ids: Iterable[int]) -> list[MentionRow]:
         return [m for mid in message_ids for m in self.by_message.get(mid, ())]
 
@@ -157,6 +186,7 @@ def load_entity_index(conn: Any, scope_id: int, generation: int) -> EntityIndex:
         idx.add_entity(e)
     for m in ments:
         idx.add_mention(m)
+    idx.summaries = {c.id: c for c in load_summaries(conn, scope_id)}
     return idx
 
 

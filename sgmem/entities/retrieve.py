@@ -11,7 +11,11 @@ game; :func:`sgmem.entities.extract.query_categories`). A turn's graph score
   "Which cities has John been to?" reaches John's turn about Chicago;
 - (``entity`` mode only) it mentions an anchor: 0.5; it mentions an entity
   adjacent to an anchor by a weak co-occurrence edge or in one of its
-  communities: ``0.5 · neighbour_share``.
+  communities: ``0.5 · neighbour_share``;
+- (``entity`` mode, with an LLM's community summaries) it is a supporting turn
+  of one of the ``community_context`` summaries closest to the query:
+  ``community_share``, the summary in its ``why`` (seed eq. 15 scores
+  community descriptions too; Table 7 keeps two).
 
 The hybrid channel is the type term alone (a query naming no category leaves
 the hybrid unchanged). ``mode="entity"`` ranks the anchored, typed and
@@ -29,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..text.lexical import STOPWORDS, tokenize
+from .communities import rank_summaries
 from .config import EntityConfig
 from .extract import TypeModel, find_spans, norm_name, query_categories
 from .index import EntityIndex
@@ -52,12 +57,13 @@ class EntityQuery:
 
     anchors: dict[int, str] = field(default_factory=dict)  # entity id -> name
     categories: dict[str, tuple[str, float]] = field(default_factory=dict)  # type -> (word, cosine)
+    text: str = ""
 
 
 def read_query(tools: EntityTools, query: str) -> EntityQuery:
     """The query's anchor entities and the entity types it names."""
     ei = tools.index
-    out = EntityQuery()
+    out = EntityQuery(text=query)
     names = {x.norm for x in find_spans(query, frozenset(ei.by_norm)) if x.kind in ("name", "title")}
     words = [w for w in tokenize(query) if w not in STOPWORDS]
     # a lower-cased name in the question still anchors ("what did john say")
@@ -142,6 +148,19 @@ def graph_scores(
                 s[r] += 0.5 * tools.cfg.neighbour_share
                 cand[r] = True
                 why.setdefault(r, {})["neighbours"] = [ei.entities[e].name for e in hit[:3]]
+    if ei.summaries and tools.cfg.community_context > 0:
+        # LLM community summaries (§3.2.4; Table 7: the best `community_context` kept): their turns gain a share
+        kept = rank_summaries(ei, eq.text, set(eq.anchors), tools.embed, tools.cfg.community_context)
+        for comm, score in kept:
+            for mid in ei.supporting_turns(comm.members):
+                r = idx.msg_row(mid)
+                if r is None:
+                    continue
+                s[r] += tools.cfg.community_share
+                cand[r] = True
+                why.setdefault(r, {}).setdefault(
+                    "community", {"name": comm.name, "summary": comm.summary, "score": round(score, 4)}
+                )
     for row in np.flatnonzero(linked):
         why.setdefault(int(row), {}).setdefault("anchors", [])
     return s, why, cand

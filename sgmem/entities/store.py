@@ -13,7 +13,9 @@ writer inside its transaction (no AUTOINCREMENT), no BLOB, no WITHOUT ROWID.
   left without mentions is pruned by the delete's transaction (:func:`prune`).
 
 Weak co-occurrence edges and communities are derived from the mentions when a
-scope's entity index is loaded, so a delete can never leave them stale.
+scope's entity index is loaded, so a delete can never leave them stale. The
+LLM's community summaries are stored (:mod:`sgmem.entities.communities`) and
+removed with any message they were written from.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..store.schema import ENTITY_MIGRATION  # the SQL lives with the other migrations
+from .communities import CommunityPlan, CommunityRow, apply_summaries, prune_summaries
 
 __all__ = ["ENTITY_MIGRATION", "EntityRow", "MentionRow", "apply_entities", "load_rows", "prune"]
 
@@ -60,6 +63,8 @@ class Applied:
     entities: list[EntityRow] = field(default_factory=list)
     mentions: list[MentionRow] = field(default_factory=list)
     profiles: list[tuple[int, str, int]] = field(default_factory=list)
+    summaries: list[CommunityRow] = field(default_factory=list)
+    dropped_summaries: list[int] = field(default_factory=list)
 
 
 def apply_entities(
@@ -68,7 +73,7 @@ def apply_entities(
     new_entities: Sequence[EntityRow],
     mentions: Sequence[tuple[int, int, str, str, float, int, int]],
     message_ids: Sequence[int],
-    profiles: Sequence[tuple[int, str, int]] = (),
+    profiles: Sequence[tuple[int, str, int] | CommunityPlan] = (),
 ) -> Applied:
     """Store an add's entities and mentions inside its transaction.
 
@@ -78,7 +83,9 @@ def apply_entities(
         mentions: ``(entity id or placeholder, message index in the add,
             surface, type, score, start, end)``.
         message_ids: the add's message row ids, by message index.
-        profiles: ``(entity id, profile text, episodes absorbed)`` updates.
+        profiles: the add's deferred LLM descriptions: entity profile updates
+            ``(entity id, profile text, episodes absorbed)`` and community
+            summaries (:class:`~sgmem.entities.communities.CommunityPlan`).
     """
     out = Applied()
     if not new_entities and not mentions and not profiles:
@@ -119,12 +126,17 @@ def apply_entities(
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
-    for eid, text, n in profiles:
+    summaries = [p for p in profiles if isinstance(p, CommunityPlan)]
+    for prof in profiles:
+        if isinstance(prof, CommunityPlan):
+            continue
+        eid, text, n = prof
         eid = real.get(eid, eid)
         conn.execute(
             "UPDATE entities SET profile = ?, profiled = ? WHERE id = ? AND scope_id = ?", (text, n, eid, scope_id)
         )
         out.profiles.append((eid, text, n))
+    out.summaries, out.dropped_summaries = apply_summaries(conn, scope_id, summaries, real, message_ids)
     return out
 
 
@@ -149,7 +161,8 @@ def load_rows(conn: Any, scope_id: int) -> tuple[list[EntityRow], list[MentionRo
 
 
 def prune(conn: Any, scope_id: int) -> int:
-    """Delete the scope's entities left with no mention (after their messages went)."""
+    """Delete the scope's entities left with no mention, and community summaries that lost a source message."""
+    prune_summaries(conn, scope_id)
     cur = conn.execute(
         "DELETE FROM entities WHERE scope_id = ? AND NOT EXISTS "
         "(SELECT 1 FROM entity_mentions m WHERE m.entity_id = entities.id)",

@@ -21,7 +21,9 @@ time order against its own state (eq. 9).
 only once ``|Δ(v)| ≥ B`` new episodes have accumulated (eq. 10–11), and never
 for an entity seen in at most ``profile_min`` episodes (Table 6's sparse-entity
 shortcut). Without an LLM the profile is extractive (its latest mention
-sentences, read at query time) and no call is made.
+sentences, read at query time) and no call is made. Community summaries
+(§3.2.4, :mod:`sgmem.entities.communities`) are planned the same way, deferred
+by ``community_batch``, and travel in ``EntityPlan.profiles``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import numpy as np
 
 from ..prompts import ENTITY_DISAMBIGUATION, ENTITY_PROFILE
 from ..pyramid.llmio import Usage, call_json
+from .communities import CommunityPlan, plan_summaries
 from .config import EntityConfig
 from .extract import Mention, TypeModel, find_spans, norm_name
 from .index import EntityIndex, char_grams, jaccard
@@ -53,7 +56,7 @@ class EntityPlan:
 
     new_entities: list[EntityRow] = field(default_factory=list)
     mentions: list[tuple[int, int, str, str, float, int, int]] = field(default_factory=list)
-    profiles: list[tuple[int, str, int]] = field(default_factory=list)
+    profiles: list[tuple[int, str, int] | CommunityPlan] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     n_mentions: int = 0
     n_llm_bound: int = 0
@@ -185,6 +188,9 @@ def plan_entities(
         _resolve_lanes(plan, pending, snap, messages, cfg, llm, new_by_norm)
     if llm is not None:
         _profiles(plan, snap, messages, cfg, llm, texts)
+        # community summaries (§3.2.4, E.3), deferred: stored with the profiles by apply_entities
+        new_names = {e.id: (e.name, e.type) for e in plan.new_entities}
+        plan.profiles.extend(plan_summaries(snap, plan.mentions, new_names, messages, cfg, llm, plan.usage, texts))
     plan.ms = (time.perf_counter() - t0) * 1e3
     return plan
 

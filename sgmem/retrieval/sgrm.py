@@ -125,10 +125,8 @@ def sgrm_search(
     sent = idx.sentence_vectors()
     out = []
     for v in reach:
-        rs = [r for r in seg.rows[v] if allowed is None or allowed[r]]
-        if cfg.order == "similarity":
-            best = {r: max((float(sent[s] @ q) for s in idx.msg_sents[r]), default=-1.0) for r in rs}
-            rs.sort(key=lambda r: -best[r])
+        # a hit's messages are in conversation order (``Hit.message_ids``): a thread's turns by message row id
+        rs = sorted((r for r in seg.rows[v] if allowed is None or allowed[r]), key=lambda r: int(idx.msg_ids[r]))
         why = {
             "mode": "sgrm",
             "segment": v,
@@ -137,5 +135,9 @@ def sgrm_search(
             "cosine": round(float(sims[v]), 4),
             "turns": len(rs),
         }
+        if cfg.order == "similarity":
+            # [D] which turns matched best: positions in the hit's messages, best sentence cosine first
+            best = {r: max((float(sent[s] @ q) for s in idx.msg_sents[r]), default=-1.0) for r in rs}
+            why["best_turns"] = sorted(range(len(rs)), key=lambda i: (-best[rs[i]], i))
         out.append(("segment", rs, float(sims[v]), why))
     return out

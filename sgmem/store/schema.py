@@ -270,6 +270,32 @@ INSERT INTO gate_ivf (scope_id, centroids, n_train)
 UPDATE gate_state SET ivf_centroids = NULL, ivf_n_train = 0 WHERE ivf_centroids IS NOT NULL;
 """
 
+# LightGMEM community summaries (seed §3.2.4, appendix E.3; sgmem/entities/communities.py):
+# an LLM-written name and description per entity community, and the messages
+# it was written from. A source goes with its message (ON DELETE CASCADE); a
+# summary that lost a source is removed by the delete's transaction (``sources``
+# is how many it had), so no deleted message lives on in a summary.
+_ENTITY_COMMUNITIES = """
+CREATE TABLE entity_communities (
+    id       INTEGER PRIMARY KEY,
+    scope_id INTEGER NOT NULL REFERENCES scopes(id),
+    members  TEXT NOT NULL,
+    name     TEXT NOT NULL,
+    summary  TEXT NOT NULL,
+    episodes INTEGER NOT NULL,
+    sources  INTEGER NOT NULL
+);
+CREATE INDEX entity_communities_scope ON entity_communities (scope_id);
+
+CREATE TABLE entity_community_sources (
+    community_id INTEGER NOT NULL REFERENCES entity_communities(id) ON DELETE CASCADE,
+    message_id   INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    scope_id     INTEGER NOT NULL,
+    PRIMARY KEY (community_id, message_id)
+);
+CREATE INDEX entity_community_sources_message ON entity_community_sources (message_id);
+"""
+
 #: (name, SQL) pairs, applied in order.
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial", _INITIAL),
@@ -277,6 +303,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0003_keywords", _KEYWORDS),
     ("0004_entities", _ENTITIES),
     ("0005_gate_ivf", _GATE_IVF),
+    ("0006_entity_communities", _ENTITY_COMMUNITIES),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -147,6 +147,14 @@ def _check_sqlite(store: Path) -> None:
             ).fetchone()[0]
             == 0
         )
+        # community summaries (with an LLM) commit with their sources: none has lost one
+        assert (
+            q(
+                "SELECT COUNT(*) FROM entity_communities c WHERE c.sources != "
+                "(SELECT COUNT(*) FROM entity_community_sources s WHERE s.community_id = c.id)"
+            ).fetchone()[0]
+            == 0
+        )
     finally:
         conn.close()
 

@@ -60,6 +60,8 @@ SUBPACKAGES = {
     "sgmem.store": ["DB_FILENAME", "SCHEMA_VERSION", "SQLiteStore"],
     "sgmem.retrieval": ["Ranked", "Retriever", "ScopeIndex"],
     "sgmem.entities": [
+        "CommunityPlan",
+        "CommunityRow",
         "ENTITY_MIGRATION",
         "ENTITY_TYPES",
         "EntityCache",
@@ -75,7 +77,9 @@ SUBPACKAGES = {
         "graph_scores",
         "norm_name",
         "plan_entities",
+        "plan_summaries",
         "query_categories",
+        "rank_summaries",
         "read_query",
         "type_channel",
     ],

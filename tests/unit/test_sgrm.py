@@ -59,3 +59,20 @@ def test_the_paper_preset_returns_three_chronological_segments(embedder: sgmem.E
     assert 1 <= len(hits) <= 3
     for h in hits:
         assert list(h.message_ids) == sorted(h.message_ids, key=lambda m: int(m[1:]))
+
+
+def test_a_segment_hit_lists_its_messages_in_conversation_order_whatever_matched_best(
+    embedder: sgmem.Embedder,
+) -> None:
+    # one segment of six turns where the query matches the later ones best: the old
+    # similarity sort returned m5, m4, … instead of the conversation's m0 … m5
+    cfg = sgmem.Config(min_relevance=0.0, sgrm=sgmem.SGRMConfig(segment_tokens=500, knn_k=1, depth=0, top_n=1))
+    with sgmem.Memory(embedder=embedder, config=cfg) as mem:
+        _fill(mem)
+        hits = mem.search("What did the kitten do on the radiator?", scope="s", k=5, mode="sgrm")
+    assert len(hits) == 1
+    ids = list(hits[0].message_ids)
+    assert ids == [f"m{i}" for i in range(6)]
+    assert hits[0].text.startswith("user: " + TOPICS[0])
+    best = hits[0].why["best_turns"]
+    assert sorted(best) == list(range(6)) and ids[best[0]] in {"m4", "m5"}
