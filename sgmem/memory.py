@@ -17,6 +17,7 @@ from .bulk import add_many
 from .cache import ByteLRU, CacheView
 from .config import MIN_RELEVANCE, Config
 from .context import ContextTurn, digest_turn
+from .deletes import DeleteMethods
 from .derived.context import fit_with_derived
 from .derived.engine import DerivedEngine
 from .derived.reads import check_kinds
@@ -39,7 +40,7 @@ from .store.pgsql import redact
 from .store.postgres import PostgresStore, is_postgres_target, is_url, server_dense
 from .store.sqlite import SQLiteStore
 from .text.tokens import count_tokens
-from .types import AddResult, DeleteReceipt, Hit, Message
+from .types import AddResult, Hit, Message
 from .validate import (
     check_embedder_identity,
     check_int,
@@ -50,12 +51,12 @@ from .validate import (
     check_text,
     check_time,
 )
-from .write import commit_add, delete_rows, prepare_add, replace_messages
+from .write import commit_add, prepare_add, replace_messages
 
 __all__ = ["Memory"]
 
 
-class Memory(RecordMethods, AsyncMethods):
+class Memory(RecordMethods, DeleteMethods, AsyncMethods):
     """Long-term memory for LLM agents, embedded, with no server and no LLM needed.
 
     Args:
@@ -623,55 +624,3 @@ class Memory(RecordMethods, AsyncMethods):
         if with_generated:
             ids += [m for m in dict.fromkeys(m for i in picked for m in i.message_ids) if m not in ids]
         return text, ids
-
-    # ----------------------------------------------------------------- delete
-    def delete(
-        self, *, scope: str, thread: str | None = None, message_ids: Sequence[str] | None = None
-    ) -> DeleteReceipt:
-        """Delete a scope, a thread or given messages, with everything derived.
-
-        Sentences, similarity and chronological edges, vectors and index caches
-        go with the messages. Other scopes are never touched. Generated memory
-        goes with the messages it came from: a fact left with no source is
-        deleted, a merged fact that lost one source reverts to its last version
-        without it (deleted text is purged from its history too), a summary is
-        recomputed from what is left of its session (see :mod:`sgmem.derived.reads`).
-        A scope left without messages is removed entirely, its name included,
-        and deleted text is overwritten in the database file, not just unlinked.
-
-        Returns:
-            A receipt counting what was removed (all zero if nothing matched).
-        """
-        self._check_writable()
-        scope = check_name(scope, "scope", self.config.limits)
-        if thread is not None:
-            thread = check_name(thread, "thread", self.config.limits)
-        ids = check_names(message_ids, "message_ids", self.config.limits)
-        with self._lock:
-            scope_id = self._store.scope_id(scope)
-            if scope_id is None:
-                return DeleteReceipt()
-            counts = delete_rows(self._store, self._derived, self._cache_dir, scope_id, thread, ids)
-            if counts["messages"]:
-                self._indexes.pop(scope_id, None)
-                self._entities.drop(scope_id)
-            scrubbed = self._scrub() if counts["messages"] or self._unscrubbed else True
-        return DeleteReceipt(**counts, scrubbed=scrubbed)
-
-    def scrub(self, timeout_s: float | None = None) -> bool:
-        """Make sure deleted text has left every file of the store; True once it has.
-
-        :meth:`delete` and :meth:`replace` do this before they return; it can
-        only be left undone when another connection (another process) keeps
-        reading an older snapshot of the store for longer than
-        ``Config.busy_timeout_s`` (``DeleteReceipt.scrubbed`` is then False).
-        This waits for such readers up to ``timeout_s`` (default ``busy_timeout_s``).
-        """
-        self._check_open()
-        with self._lock:
-            return self._scrub(timeout_s)
-
-    def _scrub(self, timeout_s: float | None = None) -> bool:
-        """Checkpoint and empty the WAL, which keeps older copies of deleted pages (see :meth:`SQLiteStore.scrub`)."""
-        self._unscrubbed = not self._store.scrub(timeout_s)
-        return not self._unscrubbed

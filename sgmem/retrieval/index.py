@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DependencyError
-from ..store.sqlite import SQLiteStore
-from .cachefiles import digest, discard_cache, load_cached, probes, write_private
+from .cachefiles import digest, discard_cache, write_private
 from .compact import Column, Grow, Lazy, Names, Neighbours, Postings
 
 __all__ = ["ScopeIndex", "discard_cache", "load_scope_index"]
@@ -586,68 +585,6 @@ class ScopeIndex:
         self.dirty = False
 
 
-def load_scope_index(store: SQLiteStore, scope_id: int, dim: int, cache_dir: Path | None) -> ScopeIndex:
-    """Build a scope's index from SQLite, reusing valid FAISS files in ``cache_dir``."""
-    with store.read() as conn:
-        idx = ScopeIndex(scope_id=scope_id, dim=dim, generation=store.generation(scope_id), store=store)
-        cur = conn.execute(
-            "SELECT id, ext_id, thread, session, round_id, at_ts, tokens, COALESCE(name, role), terms "
-            "FROM messages WHERE scope_id = ? ORDER BY id",
-            (scope_id,),
-        )
-        while batch := cur.fetchmany(4096):
-            for r in batch:
-                idx._append_turn_columns(
-                    int(r[0]), r[1], r[2], r[3], int(r[4]), float(r[5]), int(r[6]), r[7], r[8].split()
-                )
-        idx._postings.rebuild(idx._term_ptr.view(), idx._term_ids.view(), len(idx._words))
-        sents = np.array(
-            conn.execute(
-                "SELECT id, message_id, idx FROM sentences WHERE scope_id = ? ORDER BY message_id, idx", (scope_id,)
-            ).fetchall(),
-            dtype=np.int64,
-        ).reshape(-1, 3)
-        msg_ids = idx._msg_ids.view()
-        owners = np.searchsorted(msg_ids, sents[:, 1])
-        if sents.size and (owners.max() >= len(msg_ids) or not np.array_equal(msg_ids[owners], sents[:, 1])):
-            raise RuntimeError(f"scope {scope_id}: a sentence belongs to no message of the scope")
-        idx._sent_ids_sorted = len(sents) < 2 or bool(np.all(np.diff(sents[:, 0]) > 0))
-        idx._sent_ids.extend(sents[:, 0])
-        idx._sent_msg.extend(owners)
-        idx._sent_idx.extend(sents[:, 2])
-        spots = probes(conn, idx) if cache_dir is not None else {}
-        cached = load_cached(cache_dir, idx, spots)
-        if cached is not None:
-            idx.sent_index, idx.ann = cached
-        else:
-            _add_blobs(
-                idx.sent_index,
-                conn,
-                "SELECT vec FROM sentences WHERE scope_id = ? ORDER BY message_id, idx",
-                scope_id,
-                dim,
-            )
-            idx.dirty = cache_dir is not None
-        edges = np.array(
-            conn.execute("SELECT src, dst FROM sentence_edges WHERE scope_id = ?", (scope_id,)).fetchall(),
-            dtype=np.int64,
-        ).reshape(-1, 2)
-        sids = idx._sent_ids.view()
-        a, b = _rows_of(sids, edges[:, 0]), _rows_of(sids, edges[:, 1])
-        keep = (a >= 0) & (b >= 0) & (a != b)
-        idx.adjacency.load(a[keep], b[keep], idx.n_sentences)
-        tedges = np.array(
-            conn.execute("SELECT src, dst FROM turn_edges WHERE scope_id = ?", (scope_id,)).fetchall(),
-            dtype=np.int64,
-        ).reshape(-1, 2)
-        a, b = _rows_of(msg_ids, tedges[:, 0]), _rows_of(msg_ids, tedges[:, 1])
-        keep = (a >= 0) & (b >= 0)
-        for x, y in zip(a[keep].tolist(), b[keep].tolist(), strict=True):
-            idx._next.set(x, y)
-            idx._prev.set(y, x)
-    return idx
-
-
 def _rows_of_sorted(ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Rows of ``keys`` in ascending ``ids`` (-1 where absent)."""
     if not len(ids):
@@ -665,8 +602,5 @@ def _rows_of(ids: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return np.where(ids[pos] == keys, pos, -1)
 
 
-def _add_blobs(index: Any, conn: Any, sql: str, scope_id: int, dim: int) -> None:
-    """Add the vectors a query returns to a flat index, a slice at a time (no full copy of the blobs)."""
-    cur = conn.execute(sql, (scope_id,))
-    while batch := cur.fetchmany(8192):
-        index.add(np.frombuffer(b"".join(r[0] for r in batch), dtype=np.float32).reshape(len(batch), dim))
+# re-exported: load_scope_index lives in .loading (module size); imported last, it needs ScopeIndex
+from .loading import load_scope_index  # noqa: E402
