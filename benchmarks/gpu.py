@@ -45,6 +45,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.speed import _pct, _Timed
+
 SCOPE = "gpu-bench"
 _NAMES = ["Avery", "Blake", "Casey", "Devon", "Emery", "Finley", "Gray", "Harper", "Indigo", "Jordan", "Kai", "Logan"]
 
@@ -128,7 +130,13 @@ def _adds(data: str, sentences: int) -> tuple[list[tuple[str, list[dict[str, Any
             rename = {s: (s if p == 0 else f"{_NAMES[(p + i) % len(_NAMES)]} {s}") for i, s in enumerate(speakers)}
             for key, at, msgs in conv.sessions:
                 new = [
-                    {"role": m["role"], "name": rename[m["name"]], "content": m["content"], "id": f"p{p}-{conv.sample_id}-{m['id']}", "at": at}
+                    {
+                        "role": m["role"],
+                        "name": rename[m["name"]],
+                        "content": m["content"],
+                        "id": f"p{p}-{conv.sample_id}-{m['id']}",
+                        "at": at,
+                    }
                     for m in msgs
                 ]
                 norm = normalise_messages(new, at, cfg.limits)
@@ -145,18 +153,6 @@ def _adds(data: str, sentences: int) -> tuple[list[tuple[str, list[dict[str, Any
     return adds, texts, questions
 
 
-class _Timed:
-    def __init__(self, base: Any) -> None:
-        self.base, self.name, self.dim, self.seconds = base, base.name, base.dim, 0.0
-
-    def embed(self, texts: Any) -> Any:
-        t = time.perf_counter()
-        try:
-            return self.base.embed(texts)
-        finally:
-            self.seconds += time.perf_counter() - t
-
-
 def _sync() -> None:
     try:
         import torch
@@ -165,11 +161,6 @@ def _sync() -> None:
             torch.cuda.synchronize()
     except ImportError:  # pragma: no cover
         pass
-
-
-def _pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
 def _env(device: str) -> dict[str, Any]:
@@ -207,7 +198,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             pj = Path(args.pack) / "pack.json"
             if pj.exists():
                 out["pack"] = json.loads(pj.read_text(encoding="utf-8"))
-        emb = SentenceTransformerEmbedder(model, name=DEFAULT_MODEL_NAME, dim=384, device=args.device, batch_size=args.batch)
+        emb = SentenceTransformerEmbedder(
+            model, name=DEFAULT_MODEL_NAME, dim=384, device=args.device, batch_size=args.batch
+        )
         t0 = time.perf_counter()
         emb.load()
         emb.embed(["warm up"] * 512)
@@ -277,7 +270,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     prof = None
                 if done >= next_log:
                     next_log += max(args.sentences // 10, 1)
-                    _log(f"ingested {done:,} sentences, {done / (time.perf_counter() - t_start):,.0f}/s; last add {res.timings_ms}")
+                    _log(
+                        f"ingested {done:,} sentences, {done / (time.perf_counter() - t_start):,.0f}/s; last add {res.timings_ms}"
+                    )
             ingest_s = time.perf_counter() - t_start
             sents = np.array([p[0] for p in per], dtype=np.float64)
             secs = np.array([p[1] for p in per])
@@ -313,7 +308,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             # queries: GPU query embedding included everywhere
             modes = [m for m in sgmem.MODES if m != "entity"]
             rng = np.random.default_rng(0)
-            qs = [questions[i] for i in rng.choice(len(questions), size=min(args.queries, len(questions)), replace=False)]
+            qs = [
+                questions[i] for i in rng.choice(len(questions), size=min(args.queries, len(questions)), replace=False)
+            ]
             for mode in modes:  # load every channel's index once, as a long-lived app would
                 mem.search("warm up", scope=SCOPE, k=10, mode=mode)
             idx = next(iter(mem._indexes.values()))
@@ -481,7 +478,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.data:
             from sgmem.eval.locomo import load_locomo
 
-            texts = [f"{m['name']}: {m['content']}" for _, _, msgs in load_locomo(args.data, limit=1)[0].sessions for m in msgs][:300]
+            texts = [
+                f"{m['name']}: {m['content']}"
+                for _, _, msgs in load_locomo(args.data, limit=1)[0].sessions
+                for m in msgs
+            ][:300]
         print(json.dumps(pack(Path(args.out), args.model, texts), indent=1))
         return 0
     result = run(args)
