@@ -199,6 +199,17 @@ class SGRMConfig:
             (:attr:`Hit.message_ids`, the paper's ordering of R_q); with
             ``"similarity"`` ([D]) its ``why["best_turns"]`` also lists their
             positions best sentence cosine first; ``"chronological"`` omits it.
+        knn_index: [D] how the similarity edges' earlier segments are found:
+            ``"exact"`` (every earlier segment compared: O(segments²)),
+            ``"hnsw"`` (an HNSW index built in segment order, so only earlier
+            segments are found; about segments · log segments) or ``"auto"``:
+            exact below ``knn_ann_min_segments`` segments, HNSW from there on
+            (:mod:`sgmem.retrieval.sgrm`; edge recall vs exact measured by
+            ``python -m benchmarks.sgrm_edges``).
+        knn_ann_min_segments: [D] segments from which ``"auto"`` uses HNSW
+            (about 5.6 sentences per segment on LoCoMo-like chat).
+        knn_hnsw_m, knn_hnsw_ef_construction, knn_hnsw_ef_search: [D] HNSW's M,
+            build and search beam widths for the segment edges.
     """
 
     segment_tokens: int = 128
@@ -206,6 +217,11 @@ class SGRMConfig:
     depth: int = 2
     top_n: int = 10
     order: Literal["chronological", "similarity"] = "similarity"
+    knn_index: Literal["auto", "exact", "hnsw"] = "auto"
+    knn_ann_min_segments: int = 10_000
+    knn_hnsw_m: int = 16
+    knn_hnsw_ef_construction: int = 40
+    knn_hnsw_ef_search: int = 48
 
     def __post_init__(self) -> None:
         for name in ("segment_tokens", "knn_k", "top_n"):
@@ -218,6 +234,16 @@ class SGRMConfig:
             self.order,
             "'chronological' or 'similarity'",
         )
+        _check(
+            self.knn_index in ("auto", "exact", "hnsw"),
+            "SGRMConfig.knn_index",
+            self.knn_index,
+            "'auto', 'exact' or 'hnsw'",
+        )
+        for name in ("knn_ann_min_segments", "knn_hnsw_m", "knn_hnsw_ef_construction", "knn_hnsw_ef_search"):
+            v = getattr(self, name)
+            low = 0 if name == "knn_ann_min_segments" else 2
+            _check(_is_int(v) and v >= low, f"SGRMConfig.{name}", v, f"an int >= {low}")
 
 
 #: SGRM's published defaults (``main.py``): 512-token segments, k = 3 similarity
