@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..embed.base import Embedder, check_embeddings
+from ..retrieval.heap import release_free_heap
 from ..store.sqlite import SQLiteStore
 from .config import PyramidConfig
 from .reflect import Found, Outcome, reflective_search
@@ -67,6 +68,7 @@ def ensure_keywords(store: SQLiteStore, idx: Any) -> KeywordIndex:
         with store.read() as conn:
             kwi = load_keywords(conn, idx.scope_id, idx.dim, idx.msg_row)
         idx.keywords = kwi
+        release_free_heap()  # the fetched postings were temporaries
     return kwi
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..store.sqlite import SQLiteStore
 from .cachefiles import load_cached, probes
+from .heap import release_free_heap
 from .index import ScopeIndex, _rows_of
 
 __all__ = ["load_scope_index"]
@@ -78,6 +79,7 @@ def load_scope_index(store: SQLiteStore, scope_id: int, dim: int, cache_dir: Pat
         for x, y in zip(a[keep].tolist(), b[keep].tolist(), strict=True):
             idx._next.set(x, y)
             idx._prev.set(y, x)
+    release_free_heap()  # the fetched rows and blobs were temporaries
     return idx
 
 

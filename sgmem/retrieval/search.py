@@ -25,6 +25,7 @@ from ..text.lexical import analyze
 from . import speakers, units
 from .dense import Approx, TurnDense, ann_cosines, approx_from_rows, turn_relevance
 from .graph import EPSILON, chunk_rows, expand, hop_origins, rank_chunks, turn_means
+from .heap import release_free_heap
 from .index import ScopeIndex
 from .server import server_candidates
 
@@ -385,6 +386,8 @@ class Retriever:
             model = bm25s.BM25()  # Lucene BM25, k1 = 1.5, b = 0.75
             model.index(corpus, show_progress=False)
             self._bm25 = {key[:2]: (idx.n_turns, model)}  # type: ignore[index]
+            del corpus
+            release_free_heap()  # the texts and token lists were temporaries
             return model
 
     def _bm25_mode(

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from .heap import release_free_heap
+
 __all__ = ["Segments", "segments_of", "sgrm_search"]
 
 #: segments compared or searched at once while building the similarity edges
@@ -207,7 +209,10 @@ def build_segments(idx: Any, cfg: Any) -> Segments:
     else:
         knn = exact_edges(vecs, cfg.knn_k)
     indptr, indices = _csr(n, chrono, knn)
-    return Segments(ptr, turns, vecs, indptr, indices, approximate)
+    seg = Segments(ptr, turns, vecs, indptr, indices, approximate)
+    del knn, chrono
+    release_free_heap()  # the turn vectors and similarity blocks were temporaries
+    return seg
 
 
 def segments_of(idx: Any, cfg: Any, k: int | None = None) -> Segments:
