@@ -98,6 +98,43 @@ def run_store(workdir: Path, size: int, cfg: Any) -> dict[str, Any]:
     return out
 
 
+def run_scaling(workdir: Path, size: int, cfg: Any, sizes: list[int], exact_max: int, sample: int = 1000) -> list[Any]:
+    """Edge build cost vs node count, the store's *sentence* vectors standing in for segments (1M sentences
+    make about 178k segments): HNSW at every size, exact up to ``exact_max``; recall on ``sample`` nodes."""
+    import sgmem
+    from benchmarks.speed import SCOPE
+    from sgmem.retrieval.sgrm import approximate_edges, exact_edges
+
+    from .scale import _Timed
+
+    with sgmem.Memory(workdir / f"store-{size}", embedder=_Timed()) as mem:
+        sid = mem._store.scope_id(SCOPE)
+        assert sid is not None, f"no scope {SCOPE!r} in this store"
+        allv = np.ascontiguousarray(mem._index(sid).sentence_vectors()).copy()
+    rows = []
+    rng = np.random.default_rng(0)
+    for n in sizes:
+        vecs = allv[:n]
+        row: dict[str, Any] = {"nodes": n}
+        t0 = time.perf_counter()
+        ap = approximate_edges(vecs, cfg.knn_k, cfg.knn_hnsw_m, cfg.knn_hnsw_ef_construction, cfg.knn_hnsw_ef_search)
+        row["hnsw_s"] = time.perf_counter() - t0
+        if n <= exact_max:
+            t0 = time.perf_counter()
+            exact_edges(vecs, cfg.knn_k)
+            row["exact_s"] = time.perf_counter() - t0
+        # exact top-k earlier of a sample of nodes (the recall's reference)
+        pick = np.sort(rng.choice(np.arange(cfg.knn_k + 1, n), size=min(sample, n - cfg.knn_k - 1), replace=False))
+        ex = []
+        for i in pick.tolist():
+            top = np.argsort(-(vecs[:i] @ vecs[i]))[: cfg.knn_k]
+            ex += [(i, int(j)) for j in top]
+        mine = ap[np.isin(ap[:, 0], pick)]
+        row.update(recall(vecs, np.asarray(ex, dtype=np.int64), mine, cfg.knn_k))
+        rows.append(row)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     from sgmem.config import SGRMConfig
 
@@ -106,12 +143,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--store", type=Path, help="a benchmarks.scale workdir holding store-SIZE (a copy)")
     p.add_argument("--size", type=int, default=100_000)
     p.add_argument("--k", type=int, default=SGRMConfig().knn_k)
+    p.add_argument("--scaling", type=int, nargs="*", help="node counts for run_scaling (needs --store)")
+    p.add_argument("--exact-max", type=int, default=40_000)
     args = p.parse_args(argv)
     cfg = SGRMConfig(knn_k=args.k)
     res: dict[str, Any] = {}
     if args.npz:
         res["vectors"] = run_vectors(args.npz, cfg)
-    if args.store:
+    if args.store and args.scaling:
+        res["scaling"] = run_scaling(args.store, args.size, cfg, args.scaling, args.exact_max)
+    elif args.store:
         res["store"] = run_store(args.store, args.size, cfg)
     print(json.dumps(res, indent=1))
 
