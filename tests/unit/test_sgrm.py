@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
 import sgmem
 from sgmem.retrieval.sgrm import segments_of
 
@@ -52,7 +54,9 @@ def test_sgrm_seeds_on_the_closest_segment_and_walks_the_graph(embedder: sgmem.E
 
 def test_the_paper_preset_returns_three_chronological_segments(embedder: sgmem.Embedder) -> None:
     assert (sgmem.SGRM_PAPER.segment_tokens, sgmem.SGRM_PAPER.knn_k, sgmem.SGRM_PAPER.top_n) == (512, 3, 3)
-    cfg = sgmem.Config(min_relevance=0.0, sgrm=sgmem.SGRMConfig(segment_tokens=20, knn_k=3, depth=2, top_n=3, order="chronological"))
+    cfg = sgmem.Config(
+        min_relevance=0.0, sgrm=sgmem.SGRMConfig(segment_tokens=20, knn_k=3, depth=2, top_n=3, order="chronological")
+    )
     with sgmem.Memory(embedder=embedder, config=cfg) as mem:
         _fill(mem)
         hits = mem.search("billing service deployment", scope="s", k=10, mode="sgrm")
@@ -82,7 +86,12 @@ def test_a_segment_hit_lists_its_messages_in_conversation_order_whatever_matched
 
 THREADS = {
     "bake": ["I fed the sourdough starter twice today.", "The rye loaf came out dense.", "I bought a new banneton."],
-    "work": ["The billing service went live.", "Tests were flaky again.", "We rolled back the deploy.", "The fix shipped."],
+    "work": [
+        "The billing service went live.",
+        "Tests were flaky again.",
+        "We rolled back the deploy.",
+        "The fix shipped.",
+    ],
     "cat": ["We adopted a grey kitten.", "The kitten sleeps on the radiator.", "She chased string all day."],
 }
 
@@ -131,8 +140,12 @@ def _fill_threads(mem: sgmem.Memory, rounds: int = 3) -> None:
         for thread, texts in THREADS.items():
             for text in texts:
                 content = f"{text} (week {rnd})"
-                mem.add([{"role": "user", "content": content, "id": f"m{n}"}], scope="s", thread=thread,
-                        at=T0 + timedelta(hours=n))
+                mem.add(
+                    [{"role": "user", "content": content, "id": f"m{n}"}],
+                    scope="s",
+                    thread=thread,
+                    at=T0 + timedelta(hours=n),
+                )
                 n += 1
 
 
@@ -181,7 +194,19 @@ def test_approximate_edges_link_only_earlier_segments_and_find_the_exact_ones(em
     assert sorted(map(tuple, first.tolist())) == sorted(map(tuple, exact[exact[:, 0] < 64].tolist()))
 
 
-def test_auto_switches_to_the_approximate_edges_at_the_configured_size(embedder: sgmem.Embedder) -> None:
+def test_auto_switches_to_the_approximate_edges_at_the_configured_size(
+    embedder: sgmem.Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sgmem.retrieval import sgrm
+
+    calls: list[int] = []
+    real = sgrm.approximate_edges
+
+    def counted(vecs, *args, **kw):  # type: ignore[no-untyped-def]
+        calls.append(len(vecs))
+        return real(vecs, *args, **kw)
+
+    monkeypatch.setattr(sgrm, "approximate_edges", counted)  # the real HNSW build, counted
     cfg = sgmem.Config(min_relevance=0.0, sgrm=sgmem.SGRMConfig(segment_tokens=12, knn_k=2, knn_ann_min_segments=0))
     with sgmem.Memory(embedder=embedder, config=cfg) as mem:
         _fill_threads(mem)
@@ -189,11 +214,13 @@ def test_auto_switches_to_the_approximate_edges_at_the_configured_size(embedder:
         auto_small = segments_of(idx, cfg.sgrm)
         n = len(auto_small)
         auto_large = segments_of(idx, sgmem.SGRMConfig(segment_tokens=12, knn_k=2, knn_ann_min_segments=n + 1))
+        built = list(calls)
         hits = mem.search("What does the kitten do?", scope="s", k=5, mode="sgrm")
-        exact_hits = _search_with(mem, embedder, cfg.with_(sgrm=sgmem.SGRMConfig(segment_tokens=12, knn_k=2,
-                                                                                 knn_index="exact")))
+        exact_hits = _search_with(
+            mem, embedder, cfg.with_(sgrm=sgmem.SGRMConfig(segment_tokens=12, knn_k=2, knn_index="exact"))
+        )
     assert auto_small.approximate and not auto_large.approximate
-    assert n > 20
+    assert n > 20 and built == [n]  # built once with HNSW (auto at 0 segments), never for the exact graphs
     # a few dozen segments: HNSW finds the same neighbours, so the walk and the hits are the same
     assert auto_small.adj == auto_large.adj
     assert [h.message_ids for h in hits] == [h.message_ids for h in exact_hits]
@@ -212,8 +239,12 @@ def test_the_segment_graph_follows_new_turns_and_a_reopened_store(embedder: sgme
         before = mem.search("a parrot that sings opera", scope="s", k=5, mode="sgrm")
         idx = mem._index(mem._store.scope_id("s"))
         graph_before = segments_of(idx, cfg.sgrm)
-        mem.add([{"role": "user", "content": "Our parrot sings opera every morning.", "id": "p1"}], scope="s",
-                thread="bird", at=T0 + timedelta(days=3))
+        mem.add(
+            [{"role": "user", "content": "Our parrot sings opera every morning.", "id": "p1"}],
+            scope="s",
+            thread="bird",
+            at=T0 + timedelta(days=3),
+        )
         after = mem.search("a parrot that sings opera", scope="s", k=5, mode="sgrm")
     with sgmem.Memory(path, embedder=embedder, config=cfg) as mem:
         reopened = mem.search("a parrot that sings opera", scope="s", k=5, mode="sgrm")
@@ -225,8 +256,6 @@ def test_the_segment_graph_follows_new_turns_and_a_reopened_store(embedder: sgme
 
 
 def test_sgrm_edge_settings_are_checked() -> None:
-    import pytest
-
     with pytest.raises(sgmem.SgmemError, match="SGRMConfig.knn_index"):
         sgmem.SGRMConfig(knn_index="ivf")  # type: ignore[arg-type]
     with pytest.raises(sgmem.SgmemError, match="SGRMConfig.knn_hnsw_m"):
