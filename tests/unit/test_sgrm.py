@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import sgmem
-from sgmem.retrieval.sgrm import segments_of
+from sgmem.retrieval.sgrm import segments_of, sgrm_search
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 TOPICS = [
@@ -260,3 +260,32 @@ def test_sgrm_edge_settings_are_checked() -> None:
         sgmem.SGRMConfig(knn_index="ivf")  # type: ignore[arg-type]
     with pytest.raises(sgmem.SgmemError, match="SGRMConfig.knn_hnsw_m"):
         sgmem.SGRMConfig(knn_hnsw_m=1)
+
+
+def test_the_walk_reaches_exactly_the_segments_within_depth_hops(embedder: sgmem.Embedder) -> None:
+    from collections import deque
+
+    import numpy as np
+
+    with sgmem.Memory(embedder=embedder, config=sgmem.Config(min_relevance=0.0)) as mem:
+        _fill_threads(mem)
+        idx = mem._index(mem._store.scope_id("s"))
+        for depth in (0, 1, 2, 3):
+            cfg = sgmem.SGRMConfig(segment_tokens=12, knn_k=1, depth=depth, top_n=100)
+            seg = segments_of(idx, cfg)
+            adj = seg.adj
+            q = np.asarray(embedder.embed(["the kitten on the radiator"])[0], dtype=np.float32)
+            hits = sgrm_search(idx, q, 100, None, cfg)
+            seed = next(h[3]["segment"] for h in hits if h[3]["seed"])
+            hop = {seed: 0}  # the former BFS over Python sets
+            todo = deque([seed])
+            while todo:
+                u = todo.popleft()
+                if hop[u] < depth:
+                    for v in adj[u]:
+                        if v not in hop:
+                            hop[v] = hop[u] + 1
+                            todo.append(v)
+            assert {h[3]["segment"]: h[3]["hop"] for h in hits} == hop
+            assert [h[2] for h in hits] == sorted((h[2] for h in hits), reverse=True)
+    assert max(hop.values()) == 3  # the graph is deep enough for the deepest walk to matter
