@@ -23,7 +23,7 @@ from ..pyramid import retrieve as pyramid
 from ..text.dates import query_windows
 from ..text.lexical import analyze
 from . import speakers, units
-from .dense import Approx, TurnDense, ann_cosines, approx_from_rows, turn_relevance
+from .dense import Approx, TurnDense, ann_cosines, approx_from_rows, scan, scan_threads, turn_relevance
 from .graph import EPSILON, chunk_rows, expand, hop_origins, rank_chunks, turn_means
 from .index import ScopeIndex
 from .server import server_candidates
@@ -68,13 +68,17 @@ class Retriever:
         return idx.sentence_cosines(q)
 
     def _dense(
-        self, idx: ScopeIndex, q: np.ndarray, turns: np.ndarray | None = None
-    ) -> tuple[np.ndarray, Approx | None]:
-        """Sentence cosines: every sentence, or candidates' turns (and ``turns``) only: the server's
-        nearest (``Config.pg_dense``) or HNSW's (``Config.dense_index``, :func:`sgmem.retrieval.dense.ann_cosines`)."""
+        self, idx: ScopeIndex, q: np.ndarray, turns: np.ndarray | None = None, reduce: bool = True
+    ) -> tuple[TurnDense, Approx | None]:
+        """Sentence cosines and their per-turn reductions: every sentence (one scan, in threads for a
+        large scope: :func:`sgmem.retrieval.dense.scan`), or candidates' turns (and ``turns``) only: the
+        server's nearest (``Config.pg_dense``) or HNSW's (``Config.dense_index``, :func:`~sgmem.retrieval.dense.ann_cosines`)."""
         rows = server_candidates(idx, q, self.config)
         approx = approx_from_rows(idx, q, rows, turns) if rows is not None else ann_cosines(idx, q, self.config, turns)
-        return (approx.cos, approx) if approx is not None else (idx.sentence_cosines(q), None)
+        if approx is not None:
+            return TurnDense(idx, approx.cos), approx
+        cos, seg = scan(idx, q, scan_threads(self.config, idx.n_sentences), reduce)
+        return TurnDense(idx, cos, seg), None
 
     @staticmethod
     def _graph_sim(idx: ScopeIndex, q: np.ndarray, sim: np.ndarray, approx: Approx | None, exp: Any) -> None:
@@ -316,12 +320,13 @@ class Retriever:
     ) -> list[Ranked]:
         # a memory is a turn (§3.1 [C]); its cosine is the turn vector's (measured
         # better than the best sentence's as the pyramid's relevance, see PyramidConfig)
-        rel = self.turn_cosines(idx, q).astype(np.float64)
+        cos, seg = scan(idx, q, scan_threads(self.config, idx.n_sentences))  # the turn cosines, by one scan
+        rel = TurnDense(idx, cos, seg).whole()
         out = pyramid.run(idx, self.config.pyramid, query, q, rel, allowed, tools, texts, use_llm=True)
         return [Ranked("turn", [r], score, why) for r, score, why in pyramid.rank(out, rel, k, allowed)]
 
     def _vector(self, idx: ScopeIndex, q: np.ndarray, k: int, allowed: np.ndarray | None) -> list[Ranked]:
-        d = TurnDense(idx, self._dense(idx, q)[0])
+        d = self._dense(idx, q)[0]
         best = d.best(0.0)
         if allowed is not None:
             best[~allowed] = -np.inf
@@ -341,7 +346,8 @@ class Retriever:
 
     def _graph(self, idx: ScopeIndex, q: np.ndarray, k: int, allowed: np.ndarray | None) -> list[Ranked]:
         g = self.config.graph
-        cos, approx = self._dense(idx, q)
+        d, approx = self._dense(idx, q, reduce=False)
+        cos = d.cos
         sim = cos.astype(np.float64) + EPSILON
         sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None and sim.size else None
         exp = expand(idx, sim, g, sent_allowed)
@@ -433,8 +439,8 @@ class Retriever:
             if self.config.dense_index == "hnsw"
             else None
         )
-        cos, approx = self._dense(idx, q, lex_turns)
-        d = TurnDense(idx, cos)  # one scan of the sentence vectors; every dense channel reduces it
+        d, approx = self._dense(idx, q, lex_turns)  # one scan of the sentence vectors; every dense channel reduces it
+        cos = d.cos
         s_sent = d.best(h.rest_weight)
         s_sent = np.where(np.isfinite(s_sent), s_sent, 0.0)
         s_turn = d.whole()
