@@ -34,12 +34,24 @@ class Expansion:
     seeds: list[int] = field(default_factory=list)
 
 
-def expand(idx: ScopeIndex, sim: np.ndarray, cfg: GraphConfig, allowed: np.ndarray | None) -> Expansion:
+#: float32 cosines closer to 0 than this may become equal once ``+ ε`` in float64 (see :func:`expand`)
+_TINY = 2e-9
+
+
+def expand(
+    idx: ScopeIndex, sim: np.ndarray, cfg: GraphConfig, allowed: np.ndarray | None, cos: np.ndarray | None = None
+) -> Expansion:
     """Seeds (top-n with sim ≥ γ) plus everything within h hops of them.
 
     Args:
         sim: ``cos + 1`` for every sentence row.
         allowed: boolean mask over sentence rows (time/thread filters), or None.
+        cos: optional, the float32 cosines ``sim`` was computed from. The
+            seeds' selection then runs over them (half the bytes, the same
+            rows in the same order: ``float64(c) + 1`` orders two float32
+            cosines as they are ordered unless both are within 2e-9 of 0,
+            where the float64 sum can make them equal; then, or with a
+            filter, it runs over ``sim`` as before).
     """
     out = Expansion()
     if sim.size == 0:
@@ -49,7 +61,12 @@ def expand(idx: ScopeIndex, sim: np.ndarray, cfg: GraphConfig, allowed: np.ndarr
         cand = sim.copy()
         cand[~allowed] = -np.inf
     n = min(cfg.seeds, cand.size)
-    top = np.argpartition(-cand, n - 1)[:n] if n < cand.size else np.arange(cand.size)
+    if n >= cand.size:
+        top = np.arange(cand.size)
+    elif cos is not None and allowed is None and not (np.abs(cos) < _TINY).any():
+        top = np.argpartition(-cos, n - 1)[:n]
+    else:
+        top = np.argpartition(-cand, n - 1)[:n]
     top = top[np.argsort(-cand[top], kind="stable")]
     seeds = [int(r) for r in top if cand[r] >= cfg.gamma and np.isfinite(cand[r])]
     out.seeds = seeds

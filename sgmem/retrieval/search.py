@@ -25,7 +25,7 @@ from ..text.lexical import analyze
 from . import speakers, units
 from .dense import Approx, TurnDense, ann_cosines, approx_from_rows, scan, scan_threads, turn_relevance
 from .graph import EPSILON, chunk_rows, expand, hop_origins, rank_chunks, turn_means
-from .index import ScopeIndex
+from .index import ScopeIndex, idf
 from .server import server_candidates
 
 __all__ = ["Ranked", "Retriever", "turn_relevance"]
@@ -166,9 +166,9 @@ class Retriever:
                 total += w
                 out[said] += w
                 continue
-            w = idx.idf(t)
+            rows = idx.term_rows(t)  # (one look-up for the IDF and the postings)
+            w = idf(idx.n_turns, 0 if rows is None else len(rows))
             total += w
-            rows = idx.postings.get(t)
             if rows is None:
                 continue
             # sparse over the term's postings (ascending rows): 1 where it occurs, neighbour_weight
@@ -350,7 +350,7 @@ class Retriever:
         cos = d.cos
         sim = cos.astype(np.float64) + EPSILON
         sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None and sim.size else None
-        exp = expand(idx, sim, g, sent_allowed)
+        exp = expand(idx, sim, g, sent_allowed, cos)
         self._graph_sim(idx, q, sim, approx, exp)
         ranked = rank_chunks(idx, sim, exp, g.chunk_level, g.chunk_score, g.rest_weight)[:k]
         shown = [sorted(srows, key=lambda r: (exp.hop[r], -sim[r]))[:5] for _, _, srows in ranked]
@@ -451,7 +451,7 @@ class Retriever:
         if h.w_graph > 0 and cos.size:
             sim = d.sim(EPSILON)
             sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None else None
-            exp = expand(idx, sim, self.config.graph, sent_allowed)
+            exp = expand(idx, sim, self.config.graph, sent_allowed, cos)
             self._graph_sim(idx, q, sim, approx, exp)
             turns, means = turn_means(idx, sim, exp)
             s_graph[turns] = means - EPSILON
@@ -484,7 +484,7 @@ class Retriever:
         )
         dense = h.w_sentence * s_sent + h.w_turn * s_turn
         if h.neighbour_dense:
-            dense = dense + h.neighbour_dense * _neighbour_max(s_sent, prev, nxt, 0.0)
+            dense = dense + h.neighbour_dense * _neighbour_max(s_sent, prev, nxt, 0.0, idx)
         total = dense + h.w_lexical * s_lex + h.w_graph * s_graph + h.w_pyramid * s_pyr + h.w_entity * s_ent + prior
         date_bonus: np.ndarray | None = None
         windows = query_windows(query, h.date_slack_days) if (h.date_day_bonus or h.date_month_bonus) else []
@@ -499,7 +499,7 @@ class Retriever:
         if allowed is not None:
             total[~allowed] = -np.inf
         if h.propagation:
-            total = total + h.propagation * _neighbour_max(total, prev, nxt, 0.0)
+            total = total + h.propagation * _neighbour_max(total, prev, nxt, 0.0, idx)
         if h.session_weight:
             total = total + h.session_weight * _group_max(idx, total, "session_codes")
         # everything below concerns the k hits only
@@ -538,12 +538,24 @@ class Retriever:
         return out
 
 
-def _neighbour_max(values: np.ndarray, prev: np.ndarray, nxt: np.ndarray, missing: float) -> np.ndarray:
-    """The larger of each turn's previous and next turn values (``missing`` at chain ends)."""
+def _neighbour_max(
+    values: np.ndarray, prev: np.ndarray, nxt: np.ndarray, missing: float, idx: ScopeIndex | None = None
+) -> np.ndarray:
+    """The larger of each turn's previous and next turn values (``missing`` at chain ends).
+
+    With ``idx``, by one gather each from ``values`` extended by ``missing``
+    (the chain ends point past the end; positions cached until the index changes).
+    """
     safe = np.where(np.isfinite(values), values, missing)
-    pv = np.where(prev >= 0, safe[np.maximum(prev, 0)], missing)
-    nv = np.where(nxt >= 0, safe[np.maximum(nxt, 0)], missing)
-    return np.maximum(pv, nv)
+    if idx is None:
+        pv = np.where(prev >= 0, safe[np.maximum(prev, 0)], missing)
+        nv = np.where(nxt >= 0, safe[np.maximum(nxt, 0)], missing)
+        return np.maximum(pv, nv)
+    n = len(values)
+    at_prev = idx.derived("chain_prev", lambda: np.where(prev >= 0, prev, n).astype(np.intp))
+    at_next = idx.derived("chain_next", lambda: np.where(nxt >= 0, nxt, n).astype(np.intp))
+    ext = np.append(safe, missing)
+    return np.maximum(ext[at_prev], ext[at_next])
 
 
 def _group_max(idx: ScopeIndex, values: np.ndarray, codes: str) -> np.ndarray:
