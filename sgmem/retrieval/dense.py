@@ -28,6 +28,7 @@ __all__ = [
     "ann_cosines",
     "relevance_of_rows",
     "scan",
+    "scan_pool",
     "scan_threads",
     "score_rows",
     "turn_relevance",
@@ -52,7 +53,8 @@ def scan_threads(config: Any, n_sentences: int) -> int:
     return max(1, int(want))
 
 
-def _pool(threads: int) -> ThreadPoolExecutor:
+def scan_pool(threads: int) -> ThreadPoolExecutor:
+    """The pool of ``threads - 1`` workers that scans with the calling thread (created once per size)."""
     with _POOLS_LOCK:
         pool = _POOLS.get(threads)
         if pool is None:
@@ -60,14 +62,21 @@ def _pool(threads: int) -> ThreadPoolExecutor:
         return pool
 
 
+#: the scan's parts start at multiples of this many rows: FAISS's kernel for small dimensions
+#: (e.g. 8) works on blocks of rows, whose sums differ in the last bit from those of the rows
+#: past the last whole block, so a part must start where a block of the whole scan starts
+SCAN_ALIGN = 64
+
+
 def scan(idx: ScopeIndex, q: np.ndarray, threads: int = 1, reduce: bool = True) -> tuple[np.ndarray, Any]:
     """``q ·`` every sentence vector (float32) and, with ``reduce``, each run's max and float64 sum.
 
-    The scope's sentence rows are cut at turn boundaries into ``threads``
-    parts; each part is scanned by FAISS's SIMD kernel (the one of
-    :meth:`ScopeIndex.sentence_cosines`, row by row, so the values do not
-    depend on the cut) and reduced per turn (``reduceat`` restricted to whole
-    turns gives the values of the whole-array ``reduceat``). FAISS and numpy
+    The scope's sentence rows are cut into ``threads`` parts at multiples of
+    :data:`SCAN_ALIGN` rows; each part is scanned by FAISS's SIMD kernel (the
+    one of :meth:`ScopeIndex.sentence_cosines`, so the values are those of
+    one whole scan) and reduces the runs of one turn's sentences that lie
+    inside it (``reduceat`` over whole runs gives the whole-array values); a
+    run cut by a part boundary is reduced after the parts. FAISS and numpy
     release the GIL, so the parts run in parallel on a pool of threads; the
     calling thread scans the first part itself. Returns ``(cos, seg)``,
     ``seg`` = (run max, run sum) over ``idx.array("sent_starts")`` or None.
@@ -81,27 +90,35 @@ def scan(idx: ScopeIndex, q: np.ndarray, threads: int = 1, reduce: bool = True) 
     cos = np.empty(n, dtype=np.float32)
     starts = idx.array("sent_starts")
     seg = (np.empty(len(starts), dtype=np.float32), np.empty(len(starts), dtype=np.float64)) if reduce else None
-    if threads > 1:
-        cuts = np.searchsorted(starts, np.linspace(0, n, threads + 1)[1:-1])  # run index of each cut
-        bounds = np.unique(np.concatenate([[0], cuts, [len(starts)]]))
-    else:
-        bounds = np.array([0, len(starts)])
+    cuts = (np.linspace(0, n, threads + 1)[1:-1] // SCAN_ALIGN * SCAN_ALIGN).astype(np.int64) if threads > 1 else []
+    bounds = np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
 
     def part(i: int) -> None:
-        r0, r1 = int(bounds[i]), int(bounds[i + 1])
-        lo, hi = int(starts[r0]), int(starts[r1]) if r1 < len(starts) else n
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
         out, rows = faiss.swig_ptr(cos[lo:hi]), faiss.swig_ptr(vecs[lo:hi])
         faiss.fvec_inner_products_ny(out, faiss.swig_ptr(qv), rows, idx.dim, hi - lo)
         if seg is not None:
-            local = starts[r0:r1] - lo
-            np.maximum.reduceat(cos[lo:hi], local, out=seg[0][r0:r1])
-            np.add.reduceat(cos[lo:hi], local, dtype=np.float64, out=seg[1][r0:r1])
+            r0, r1 = np.searchsorted(starts, [lo, hi])  # runs starting in [lo, hi)
+            if hi < n and r1 > r0 and (r1 == len(starts) or starts[r1] > hi):
+                r1 -= 1  # the last run goes on past hi: reduced after the parts
+            if r1 > r0:
+                end = int(starts[r1]) if r1 < len(starts) else n
+                local = starts[r0:r1] - lo
+                np.maximum.reduceat(cos[lo:end], local, out=seg[0][r0:r1])
+                np.add.reduceat(cos[lo:end], local, dtype=np.float64, out=seg[1][r0:r1])
 
     if len(bounds) > 2:
-        futures = [_pool(threads).submit(part, i) for i in range(1, len(bounds) - 1)]
+        futures = [scan_pool(threads).submit(part, i) for i in range(1, len(bounds) - 1)]
         part(0)
         for f in futures:
             f.result()
+        if seg is not None:
+            for b in bounds[1:-1].tolist():  # runs cut by a part boundary
+                r = int(np.searchsorted(starts, b, side="right")) - 1
+                if starts[r] < b:
+                    lo, hi = int(starts[r]), int(starts[r + 1]) if r + 1 < len(starts) else n
+                    seg[0][r] = np.maximum.reduceat(cos[lo:hi], [0])[0]
+                    seg[1][r] = np.add.reduceat(cos[lo:hi], [0], dtype=np.float64)[0]
     else:
         part(0)
     return cos, seg

@@ -23,8 +23,8 @@ from ..pyramid import retrieve as pyramid
 from ..text.dates import query_windows
 from ..text.lexical import analyze
 from . import speakers, units
-from .dense import Approx, TurnDense, ann_cosines, approx_from_rows, scan, scan_threads, turn_relevance
-from .graph import EPSILON, chunk_rows, expand, hop_origins, rank_chunks, turn_means
+from .dense import Approx, TurnDense, ann_cosines, approx_from_rows, scan, scan_pool, scan_threads, turn_relevance
+from .graph import EPSILON, chunk_rows, expand, hop_origins, rank_chunks, seed_partition, turn_means
 from .index import ScopeIndex, idf
 from .server import server_candidates
 
@@ -441,20 +441,14 @@ class Retriever:
         )
         d, approx = self._dense(idx, q, lex_turns)  # one scan of the sentence vectors; every dense channel reduces it
         cos = d.cos
+        threads = scan_threads(self.config, idx.n_sentences)
+        seeds = None  # the graph seeds' selection, on a scan thread while this one works on the other channels
+        if h.w_graph > 0 and cos.size and allowed is None and threads > 1:
+            seeds = scan_pool(threads).submit(seed_partition, cos, min(self.config.graph.seeds, cos.size))
         s_sent = d.best(h.rest_weight)
         s_sent = np.where(np.isfinite(s_sent), s_sent, 0.0)
         s_turn = d.whole()
         prev, nxt = idx.array("prev_row"), idx.array("next_row")
-        # graph channel: SGMem seeds + h-hop expansion, mean sim of C* per turn, minus ε
-        s_graph = np.zeros(n)
-        exp = None
-        if h.w_graph > 0 and cos.size:
-            sim = d.sim(EPSILON)
-            sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None else None
-            exp = expand(idx, sim, self.config.graph, sent_allowed, cos)
-            self._graph_sim(idx, q, sim, approx, exp)
-            turns, means = turn_means(idx, sim, exp)
-            s_graph[turns] = means - EPSILON
         # pyramid channel: MGRetrieval's critical memories, by rank and pyramid level
         s_pyr = np.zeros(n)
         pyr_out = None
@@ -471,6 +465,17 @@ class Retriever:
                 use_llm=self.config.pyramid.llm_in_hybrid,
             )
             s_pyr = pyramid.channel(pyr_out, n, self.config.pyramid)
+        # graph channel: SGMem seeds + h-hop expansion, mean sim of C* per turn, minus ε
+        s_graph = np.zeros(n)
+        exp = None
+        if h.w_graph > 0 and cos.size:
+            sim = d.sim(EPSILON)
+            sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None else None
+            part = seeds.result() if seeds is not None else None
+            exp = expand(idx, sim, self.config.graph, sent_allowed, cos, part)
+            self._graph_sim(idx, q, sim, approx, exp)
+            turns, means = turn_means(idx, sim, exp)
+            s_graph[turns] = means - EPSILON
         # entity channel: turns mentioning an entity of a type the query names (LightGMEM, sgmem.entities)
         s_ent = np.zeros(n)
         ent_why: dict[int, dict[str, Any]] = {}
