@@ -90,7 +90,7 @@ def scan(idx: ScopeIndex, q: np.ndarray, threads: int = 1, reduce: bool = True) 
     cos = np.empty(n, dtype=np.float32)
     starts = idx.array("sent_starts")
     seg = (np.empty(len(starts), dtype=np.float32), np.empty(len(starts), dtype=np.float64)) if reduce else None
-    cuts = (np.linspace(0, n, threads + 1)[1:-1] // SCAN_ALIGN * SCAN_ALIGN).astype(np.int64) if threads > 1 else []
+    cuts = np.linspace(0, n, max(threads, 1) + 1)[1:-1] // SCAN_ALIGN * SCAN_ALIGN
     bounds = np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
 
     def part(i: int) -> None:

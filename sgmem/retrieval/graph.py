@@ -78,14 +78,12 @@ def expand(
         cand = sim.copy()
         cand[~allowed] = -np.inf
     n = min(cfg.seeds, cand.size)
+    found: np.ndarray | None = None
     if n >= cand.size:
-        top = np.arange(cand.size)
-    else:
-        top = None
-        if allowed is None:
-            top = part if part is not None else seed_partition(cos, n) if cos is not None else None
-        if top is None:
-            top = np.argpartition(-cand, n - 1)[:n]
+        found = np.arange(cand.size)
+    elif allowed is None:
+        found = part if part is not None else seed_partition(cos, n) if cos is not None else None
+    top = found if found is not None else np.argpartition(-cand, n - 1)[:n]
     top = top[np.argsort(-cand[top], kind="stable")]
     seeds = [int(r) for r in top if cand[r] >= cfg.gamma and np.isfinite(cand[r])]
     out.seeds = seeds
