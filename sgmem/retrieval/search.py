@@ -67,12 +67,16 @@ class Retriever:
     def sentence_cosines(idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
         return idx.sentence_cosines(q)
 
-    def _dense(
+    def _dense(self, idx: ScopeIndex, q: np.ndarray, turns: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
+        """Sentence cosines (see :meth:`_dense_turns`) and the approximate index's state, if any."""
+        d, approx = self._dense_turns(idx, q, turns, reduce=False)
+        return d.cos, approx
+
+    def _dense_turns(
         self, idx: ScopeIndex, q: np.ndarray, turns: np.ndarray | None = None, reduce: bool = True
     ) -> tuple[TurnDense, Approx | None]:
-        """Sentence cosines and their per-turn reductions: every sentence (one scan, in threads for a
-        large scope: :func:`sgmem.retrieval.dense.scan`), or candidates' turns (and ``turns``) only: the
-        server's nearest (``Config.pg_dense``) or HNSW's (``Config.dense_index``, :func:`~sgmem.retrieval.dense.ann_cosines`)."""
+        """Sentence cosines and per-turn reductions: one scan of every sentence (:func:`.dense.scan`), or of
+        the server's (``Config.pg_dense``) or HNSW's (``Config.dense_index``) candidates' turns and ``turns``."""
         rows = server_candidates(idx, q, self.config)
         approx = approx_from_rows(idx, q, rows, turns) if rows is not None else ann_cosines(idx, q, self.config, turns)
         if approx is not None:
@@ -326,7 +330,7 @@ class Retriever:
         return [Ranked("turn", [r], score, why) for r, score, why in pyramid.rank(out, rel, k, allowed)]
 
     def _vector(self, idx: ScopeIndex, q: np.ndarray, k: int, allowed: np.ndarray | None) -> list[Ranked]:
-        d = self._dense(idx, q)[0]
+        d = self._dense_turns(idx, q)[0]
         best = d.best(0.0)
         if allowed is not None:
             best[~allowed] = -np.inf
@@ -346,7 +350,7 @@ class Retriever:
 
     def _graph(self, idx: ScopeIndex, q: np.ndarray, k: int, allowed: np.ndarray | None) -> list[Ranked]:
         g = self.config.graph
-        d, approx = self._dense(idx, q, reduce=False)
+        d, approx = self._dense_turns(idx, q, reduce=False)
         cos = d.cos
         sim = cos.astype(np.float64) + EPSILON
         sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None and sim.size else None
@@ -439,7 +443,9 @@ class Retriever:
             if self.config.dense_index == "hnsw"
             else None
         )
-        d, approx = self._dense(idx, q, lex_turns)  # one scan of the sentence vectors; every dense channel reduces it
+        d, approx = self._dense_turns(
+            idx, q, lex_turns
+        )  # one scan of the sentence vectors; every dense channel reduces it
         cos = d.cos
         threads = scan_threads(self.config, idx.n_sentences)
         seeds = None  # the graph seeds' selection, on a scan thread while this one works on the other channels
@@ -544,22 +550,14 @@ class Retriever:
 
 
 def _neighbour_max(
-    values: np.ndarray, prev: np.ndarray, nxt: np.ndarray, missing: float, idx: ScopeIndex | None = None
+    values: np.ndarray, prev: np.ndarray, nxt: np.ndarray, missing: float, idx: ScopeIndex
 ) -> np.ndarray:
-    """The larger of each turn's previous and next turn values (``missing`` at chain ends).
-
-    With ``idx``, by one gather each from ``values`` extended by ``missing``
-    (the chain ends point past the end; positions cached until the index changes).
-    """
-    safe = np.where(np.isfinite(values), values, missing)
-    if idx is None:
-        pv = np.where(prev >= 0, safe[np.maximum(prev, 0)], missing)
-        nv = np.where(nxt >= 0, safe[np.maximum(nxt, 0)], missing)
-        return np.maximum(pv, nv)
+    """The larger of each turn's previous and next turn values (``missing`` at chain ends, for non-finite
+    values too), by one gather each from ``values`` extended by ``missing`` (chain ends point past the end)."""
     n = len(values)
     at_prev = idx.derived("chain_prev", lambda: np.where(prev >= 0, prev, n).astype(np.intp))
     at_next = idx.derived("chain_next", lambda: np.where(nxt >= 0, nxt, n).astype(np.intp))
-    ext = np.append(safe, missing)
+    ext = np.append(np.where(np.isfinite(values), values, missing), missing)
     return np.maximum(ext[at_prev], ext[at_next])
 
 
