@@ -53,7 +53,6 @@ from benchmarks.synth import conversation
 __all__ = ["STAGES", "build", "edge_recall", "measure", "query", "render"]
 
 
-
 # the entity layer is opt-in (Config.entities): its mode is measured by benchmarks/entity_cost.py
 def _modes() -> tuple[str, ...]:
     import sgmem
@@ -184,14 +183,18 @@ def edge_recall(vecs: np.ndarray, k: int = 3, n_new: int = 500) -> dict[str, flo
     }
 
 
-def query(path: Path, n_queries: int = 100) -> dict[str, Any]:
-    """Resident memory of the loaded scope, query latency per mode vs FAISS flat and HNSW."""
+def query(path: Path, n_queries: int = 100, modes: list[str] | None = None) -> dict[str, Any]:
+    """Resident memory of the loaded scope, query latency per mode vs FAISS flat and HNSW.
+
+    ``modes``: the modes timed (default every mode but entity, pyramid and sgrm included).
+    """
     import faiss
 
     import sgmem
 
     emb = _Timed()
     queries = _queries(n_queries)
+    timed = tuple(modes or _modes())
     for q in queries:
         emb.fixed[q] = emb.base.embed([q])[0]
     emb.fixed["warm up"] = emb.base.embed(["warm up"])[0]
@@ -201,10 +204,10 @@ def query(path: Path, n_queries: int = 100) -> dict[str, Any]:
 
     warm_libraries(emb)  # so the reported figure divides only what the stored sentences cost
     rss_warm = rss_bytes()
-    out: dict[str, Any] = {"load_at_query": os.getloadavg()[0]}
+    out: dict[str, Any] = {"load_at_query": os.getloadavg()[0], "modes": list(timed)}
     with sgmem.Memory(path, embedder=emb) as mem:
         t0 = time.perf_counter()
-        for mode in _modes():  # loads the index, BM25 and keywords once, as a long-lived app would
+        for mode in timed:  # loads the index, BM25 and keywords once, as a long-lived app would
             mem.search("warm up", scope=SCOPE, k=10, mode=mode)
         out["load_s"] = time.perf_counter() - t0
         gc.collect()
@@ -213,6 +216,9 @@ def query(path: Path, n_queries: int = 100) -> dict[str, Any]:
         out["rss_bytes_per_sentence"] = (rss_bytes() - rss_warm) / n
         out["rss_cold_bytes_per_sentence"] = (rss_bytes() - rss0) / n  # the figure reported before
         out["nbytes_per_sentence"] = idx.nbytes() / n
+        from sgmem.retrieval.dense import scan_threads
+
+        out["scan_threads"] = scan_threads(mem.config, n)  # Config.dense_scan_threads at this size
         vecs = np.ascontiguousarray(idx.sentence_vectors())
         flat = faiss.IndexFlatIP(vecs.shape[1])
         flat.add(vecs)
@@ -223,25 +229,33 @@ def query(path: Path, n_queries: int = 100) -> dict[str, Any]:
         out["hnsw_build_s"] = time.perf_counter() - t0
         hnsw.hnsw.efSearch = 64
         omp = faiss.omp_get_max_threads()
-        systems = ["flat_omp", "flat_1t", "hnsw", *_modes()]
+        systems = ["flat_omp", "flat_1t", "hnsw", *timed]
         lat: dict[str, list[float]] = {s: [] for s in systems}
         for q in queries:
             qv = emb.fixed[q].reshape(1, -1)
-            for name, index, threads in (("flat_omp", flat, omp), ("flat_1t", flat, 1), ("hnsw", hnsw, 1)):
-                faiss.omp_set_num_threads(threads)
+            faiss.omp_set_num_threads(1)
+            for name, index in (("flat_1t", flat), ("hnsw", hnsw)):
                 t = time.perf_counter()
                 index.search(qv, 10)
                 lat[name].append((time.perf_counter() - t) * 1e3)
             faiss.omp_set_num_threads(omp)
-            for mode in _modes():
+            for mode in timed:
                 t = time.perf_counter()
                 mem.search(q, scope=SCOPE, k=10, mode=mode)
                 lat[mode].append((time.perf_counter() - t) * 1e3)
+        # FAISS on all its OpenMP threads in a pass of its own: after each search its idle workers spin
+        # for a while, which slowed whatever was timed next on a small machine (measured on 2 cores at
+        # 100k: a one-thread flat search timed right after it 22 ms instead of 15)
+        for q in queries:
+            qv = emb.fixed[q].reshape(1, -1)
+            t = time.perf_counter()
+            flat.search(qv, 10)
+            lat["flat_omp"].append((time.perf_counter() - t) * 1e3)
         for name, xs in lat.items():
             out[f"{name}_p50"], out[f"{name}_p95"] = _pct(xs, 0.5), _pct(xs, 0.95)
         best = min(("flat_omp", "flat_1t"), key=lambda s: out[f"{s}_p50"])
         out["flat_p50"], out["flat_p95"] = out[f"{best}_p50"], out[f"{best}_p95"]
-        for mode in _modes():  # median of per-query ratios: both timed back to back, so load spikes cancel
+        for mode in timed:  # median of per-query ratios: both timed back to back, so load spikes cancel
             out[f"{mode}_paired"] = float(np.median(np.array(lat[mode]) / np.array(lat[best])))
         out["flat_config"] = f"{omp} OpenMP threads" if best == "flat_omp" else "1 OpenMP thread"
         del flat, hnsw
@@ -278,7 +292,9 @@ def _ids(hits: list[Any]) -> list[str]:
     return [i for h in hits for i in h.message_ids]
 
 
-def _child(phase: str, n: int, workdir: Path, knn_index: str, n_queries: int) -> dict[str, Any]:
+def _child(
+    phase: str, n: int, workdir: Path, knn_index: str, n_queries: int, modes: list[str] | None = None
+) -> dict[str, Any]:
     result = workdir / f"scale-{phase}-{n}.json"
     cmd = [
         sys.executable,
@@ -296,6 +312,7 @@ def _child(phase: str, n: int, workdir: Path, knn_index: str, n_queries: int) ->
         knn_index,
         "--queries",
         str(n_queries),
+        *(["--modes", *modes] if modes else []),
     ]
     subprocess.run(cmd, check=True, cwd=Path(__file__).resolve().parents[1])
     return dict(json.loads(result.read_text(encoding="utf-8")))
@@ -325,6 +342,7 @@ def measure(
     workdir: Path | None = None,
     knn_index: str = "auto",
     n_queries: int = 100,
+    modes: list[str] | None = None,
     max_build_s: float | None = None,
     progress: Any = None,
 ) -> list[dict[str, Any]]:
@@ -345,7 +363,7 @@ def measure(
                 )
                 continue
             row = {"estimated_build_s": est, **_child("build", n, Path(tmp), knn_index, n_queries)}
-            row.update(_child("query", n, Path(tmp), knn_index, n_queries))
+            row.update(_child("query", n, Path(tmp), knn_index, n_queries, modes))
             shutil.rmtree(Path(tmp) / f"store-{n}", ignore_errors=True)
             rows.append(row)
     return rows
@@ -392,7 +410,7 @@ def render(rows: list[dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for r in done:
-        for s in ("flat", "hnsw", *_modes()):
+        for s in ("flat", "hnsw", *r.get("modes", _modes())):
             paired = f"{r[f'{s}_paired']:.2f}×" if f"{s}_paired" in r else ""
             lines.append(
                 f"| {r['sentences']:,} | {s if s != 'flat' else 'FAISS flat (' + r['flat_config'] + ')'} | "
@@ -447,6 +465,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     p.add_argument("--queries", type=int, default=100)
+    p.add_argument("--modes", nargs="+", default=None, help="query modes to time (default: every mode but entity)")
     p.add_argument("--knn-index", choices=["auto", "exact", "hnsw"], default="auto")
     p.add_argument("--max-build-minutes", type=float, default=None, help="skip a size expected to take longer")
     p.add_argument(
@@ -462,13 +481,14 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.child:
         path = Path(args.workdir) / f"store-{args.size}"
-        res = build(args.size, path, args.knn_index) if args.child == "build" else query(path, args.queries)
+        res = build(args.size, path, args.knn_index) if args.child == "build" else query(path, args.queries, args.modes)
         Path(args.result).write_text(json.dumps(res), encoding="utf-8")
         return 0
     rows = measure(
         args.sizes,
         knn_index=args.knn_index,
         n_queries=args.queries,
+        modes=args.modes,
         max_build_s=args.max_build_minutes * 60 if args.max_build_minutes else None,
         progress=lambda s: print(s, file=sys.stderr, flush=True),
     )

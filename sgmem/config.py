@@ -473,6 +473,16 @@ class Config:
             sentences and up, where the exact scan dominates a query; below
             that the exact scan is fast and exact. Overlap with the exact top-10
             is measured by ``python -m benchmarks.scale`` (see benchmarks/RESULTS.md).
+        dense_scan_threads: [D] threads that scan the sentence vectors of a
+            scope of at least ``dense_scan_min_sentences`` sentences (each a
+            part of the rows, cut at turn boundaries; results do not depend on
+            it: :func:`sgmem.retrieval.dense.scan`). ``None`` (default): the
+            machine's cores, at most 8. Below the size a search scans on its own
+            thread: starting threads costs more than a small scan, and a search
+            never competes with the embedder's threads (BLAS stays on one
+            thread, :func:`sgmem.gate.blas.single_thread_blas`; the scan threads
+            run only while the query's embedding is done). 1 turns it off.
+        dense_scan_min_sentences: [D] see ``dense_scan_threads``.
         memory_unit: [D] what one hit of the turn-level modes (hybrid, vector,
             bm25, pyramid, entity) is: ``"turn"`` (default; one message) or
             ``"exchange"`` (MGRetrieval's memory unit, §3.1: one exchange, both
@@ -507,6 +517,8 @@ class Config:
     dense_index: Literal["exact", "hnsw"] = "exact"
     dense_ann_min_sentences: int = 200_000
     dense_ann_candidates: int = 256
+    dense_scan_threads: int | None = None
+    dense_scan_min_sentences: int = 50_000
     memory_unit: Literal["turn", "exchange"] = "turn"
 
     def __post_init__(self) -> None:
@@ -535,6 +547,18 @@ class Config:
             _is_int(self.dense_ann_min_sentences) and self.dense_ann_min_sentences >= 0,
             "Config.dense_ann_min_sentences",
             self.dense_ann_min_sentences,
+            "an int >= 0",
+        )
+        _check(
+            self.dense_scan_threads is None or (_is_int(self.dense_scan_threads) and self.dense_scan_threads >= 1),
+            "Config.dense_scan_threads",
+            self.dense_scan_threads,
+            "None (the machine's cores, at most 8) or an int >= 1",
+        )
+        _check(
+            _is_int(self.dense_scan_min_sentences) and self.dense_scan_min_sentences >= 0,
+            "Config.dense_scan_min_sentences",
+            self.dense_scan_min_sentences,
             "an int >= 0",
         )
         _check(

@@ -26,7 +26,7 @@ back to the rule's keywords. Every LLM call is counted in ``Outcome.usage``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -106,6 +106,28 @@ class Outcome:
         return self._later
 
     _words: list[str] = field(default_factory=list, repr=False)
+
+    def later_ranked(self, rel: np.ndarray) -> Iterator[Found]:
+        """:attr:`later` ordered by level (most specific first), then ``rel``, then traversal order.
+
+        ``sorted(later, key=lambda r: (-later[r].level, -rel[r]))`` without a
+        :class:`Found` per unread memory: the postings of a large scope's
+        pyramid hold thousands of turns, and a ranking reads the first few.
+        """
+        parts = [(size, node) for size, nodes in self._pending for node in nodes if len(node.rows)]
+        if not parts:
+            return
+        rows = np.concatenate([np.asarray(node.rows, dtype=np.int64) for _, node in parts])
+        part = np.repeat(np.arange(len(parts)), [len(node.rows) for _, node in parts])
+        if self.seen:
+            keep = ~np.isin(rows, np.fromiter(self.seen, dtype=np.int64, count=len(self.seen)))
+            rows, part = rows[keep], part[keep]
+        rows, first = np.unique(rows, return_index=True)  # a memory's first node in traversal order
+        part = part[first]
+        level = np.array([size for size, _ in parts], dtype=np.int64)[part]
+        for i in np.lexsort((first, -rel[rows], -level)).tolist():
+            node = parts[int(part[i])][1]
+            yield Found(int(rows[i]), tuple(self._words[w] for w in node.keywords), int(level[i]), 0)
 
 
 # ----------------------------------------------------------- query keywords

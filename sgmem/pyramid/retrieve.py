@@ -157,13 +157,16 @@ def rank(out: Outcome, rel: np.ndarray, k: int, allowed: np.ndarray | None) -> l
         push(r, 3.0 + 1.0 - (i + 1) / (n_c + 1), out.seen.get(r), "critical")
     for r in sorted((r for r in out.seen if r not in taken), key=lambda r: -rel[r]):
         push(r, 2.0 + unit(float(rel[r])), out.seen[r], "seen")
-    for r in sorted(out.later, key=lambda r: (-out.later[r].level, -rel[r])):
-        push(r, 1.0 + unit(float(rel[r])), out.later[r], "unread")
+    if len(res) < k:
+        for f in out.later_ranked(rel):
+            push(f.row, 1.0 + unit(float(rel[f.row])), f, "unread")
+            if len(res) >= k:
+                break
     if len(res) < k:
         cand = rel.astype(np.float64).copy()
         if allowed is not None:
             cand[~allowed] = -np.inf
-        for r in np.argsort(-cand, kind="stable"):
+        for r in _best_first(cand, k + len(taken)):
             if len(res) >= k or not np.isfinite(cand[r]):
                 break
             if int(r) not in taken:
@@ -174,6 +177,19 @@ def rank(out: Outcome, rel: np.ndarray, k: int, allowed: np.ndarray | None) -> l
                     "no query keyword in the vocabulary" if out.stop == "no-keywords" else "keyword paths exhausted"
                 )
     return res
+
+
+def _best_first(vals: np.ndarray, m: int) -> np.ndarray:
+    """The first ``m`` rows of ``np.argsort(-vals, kind="stable")`` without sorting every row.
+
+    Every row whose value reaches the m-th largest is kept (ties included),
+    then those are ordered as the stable sort orders them: by value, then row.
+    """
+    if m >= vals.size:
+        return np.argsort(-vals, kind="stable")
+    kth = np.partition(-vals, m - 1)[m - 1]
+    rows = np.flatnonzero(-vals <= kth)
+    return rows[np.argsort(-vals[rows], kind="stable")][:m]
 
 
 def channel(out: Outcome, n: int, cfg: PyramidConfig) -> np.ndarray:

@@ -12,34 +12,164 @@ for those turns alone, never as an array over the scope.
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from .index import ScopeIndex, _inner_products
+from .index import ScopeIndex, _faiss, _inner_products
 
-__all__ = ["Approx", "TurnDense", "ann_cosines", "relevance_of_rows", "score_rows", "turn_relevance"]
+__all__ = [
+    "Approx",
+    "TurnDense",
+    "ann_cosines",
+    "relevance_of_rows",
+    "scan",
+    "scan_pool",
+    "scan_threads",
+    "score_rows",
+    "turn_relevance",
+]
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def scan_threads(config: Any, n_sentences: int) -> int:
+    """Threads for the dense scan of a scope of ``n_sentences`` under ``config`` (a :class:`sgmem.Config`).
+
+    One below ``Config.dense_scan_min_sentences``; above it
+    ``Config.dense_scan_threads``, or with ``None`` the machine's cores (at
+    most 8: the scan is bound by memory bandwidth, which a few cores fill).
+    """
+    if n_sentences < config.dense_scan_min_sentences:
+        return 1
+    want = config.dense_scan_threads
+    if want is None:
+        want = min(8, os.cpu_count() or 1)
+    return max(1, int(want))
+
+
+def scan_pool(threads: int) -> ThreadPoolExecutor:
+    """The pool of ``threads - 1`` workers that scans with the calling thread (created once per size)."""
+    with _POOLS_LOCK:
+        pool = _POOLS.get(threads)
+        if pool is None:
+            pool = _POOLS[threads] = ThreadPoolExecutor(threads - 1, thread_name_prefix="sgmem-scan")
+        return pool
+
+
+#: the scan's parts start at multiples of this many rows: FAISS's kernel for small dimensions
+#: (e.g. 8) works on blocks of rows, whose sums differ in the last bit from those of the rows
+#: past the last whole block, so a part must start where a block of the whole scan starts
+SCAN_ALIGN = 64
+
+
+def scan(idx: ScopeIndex, q: np.ndarray, threads: int = 1, reduce: bool = True) -> tuple[np.ndarray, Any]:
+    """``q ·`` every sentence vector (float32) and, with ``reduce``, each run's max and float64 sum.
+
+    The scope's sentence rows are cut into ``threads`` parts at multiples of
+    :data:`SCAN_ALIGN` rows; each part is scanned by FAISS's SIMD kernel (the
+    one of :meth:`ScopeIndex.sentence_cosines`, so the values are those of
+    one whole scan) and reduces the runs of one turn's sentences that lie
+    inside it (``reduceat`` over whole runs gives the whole-array values); a
+    run cut by a part boundary is reduced after the parts. FAISS and numpy
+    release the GIL, so the parts run in parallel on a pool of threads; the
+    calling thread scans the first part itself. Returns ``(cos, seg)``,
+    ``seg`` = (run max, run sum) over ``idx.array("sent_starts")`` or None.
+    """
+    n = idx.n_sentences
+    if not n:
+        return np.zeros(0, dtype=np.float32), None
+    faiss = _faiss()
+    vecs = idx.sentence_vectors()
+    qv = np.ascontiguousarray(q, dtype=np.float32).reshape(-1)
+    cos = np.empty(n, dtype=np.float32)
+    starts = idx.array("sent_starts")
+    seg = (np.empty(len(starts), dtype=np.float32), np.empty(len(starts), dtype=np.float64)) if reduce else None
+    cuts = np.linspace(0, n, max(threads, 1) + 1)[1:-1] // SCAN_ALIGN * SCAN_ALIGN
+    bounds = np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
+
+    def part(i: int) -> None:
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
+        out, rows = faiss.swig_ptr(cos[lo:hi]), faiss.swig_ptr(vecs[lo:hi])
+        faiss.fvec_inner_products_ny(out, faiss.swig_ptr(qv), rows, idx.dim, hi - lo)
+        if seg is not None:
+            r0, r1 = np.searchsorted(starts, [lo, hi])  # runs starting in [lo, hi)
+            if hi < n and r1 > r0 and (r1 == len(starts) or starts[r1] > hi):
+                r1 -= 1  # the last run goes on past hi: reduced after the parts
+            if r1 > r0:
+                end = int(starts[r1]) if r1 < len(starts) else n
+                local = starts[r0:r1] - lo
+                np.maximum.reduceat(cos[lo:end], local, out=seg[0][r0:r1])
+                np.add.reduceat(cos[lo:end], local, dtype=np.float64, out=seg[1][r0:r1])
+
+    if len(bounds) > 2:
+        futures = [scan_pool(threads).submit(part, i) for i in range(1, len(bounds) - 1)]
+        part(0)
+        for f in futures:
+            f.result()
+        if seg is not None:
+            for b in bounds[1:-1].tolist():  # runs cut by a part boundary
+                r = int(np.searchsorted(starts, b, side="right")) - 1
+                if starts[r] < b:
+                    lo, hi = int(starts[r]), int(starts[r + 1]) if r + 1 < len(starts) else n
+                    seg[0][r] = np.maximum.reduceat(cos[lo:hi], [0])[0]
+                    seg[1][r] = np.add.reduceat(cos[lo:hi], [0], dtype=np.float64)[0]
+    else:
+        part(0)
+    return cos, seg
 
 
 class TurnDense:
     """Per-turn reductions of one query's sentence cosines ``cos`` (one entry per sentence row)."""
 
-    __slots__ = ("idx", "cos", "turns", "seg_max", "seg_sum", "counts")
+    __slots__ = ("idx", "cos", "turns", "counts", "_seg")
 
-    def __init__(self, idx: ScopeIndex, cos: np.ndarray) -> None:
+    def __init__(self, idx: ScopeIndex, cos: np.ndarray, seg: Any = None) -> None:
         self.idx = idx
         self.cos = cos
+        self._seg = seg  # (run max, run sum) when :func:`scan` computed them along with ``cos``
         if cos.size:
-            starts = idx.array("sent_starts")
             self.turns = idx.array("sent_turns")  # turn row of each run of sentences
             self.counts = idx.array("sent_counts")
-            # the max is exact in float32; the sums accumulate in float64 (as over a float64 copy)
-            self.seg_max = np.maximum.reduceat(cos, starts).astype(np.float64)
-            self.seg_sum = np.add.reduceat(cos, starts, dtype=np.float64)
         else:
             self.turns = self.counts = np.zeros(0, dtype=np.int64)
-            self.seg_max = self.seg_sum = np.zeros(0)
+
+    def _reduced(self) -> tuple[np.ndarray, np.ndarray]:
+        seg = self._seg
+        if seg is None:
+            if self.cos.size:
+                starts = self.idx.array("sent_starts")
+                seg = (np.maximum.reduceat(self.cos, starts), np.add.reduceat(self.cos, starts, dtype=np.float64))
+            else:
+                seg = (np.zeros(0), np.zeros(0))
+        if seg[0].dtype != np.float64:
+            seg = (seg[0].astype(np.float64), seg[1])
+        self._seg = seg
+        return seg
+
+    @property
+    def seg_max(self) -> np.ndarray:
+        """Each run's best sentence cosine (float64; the max is exact in float32)."""
+        return self._reduced()[0]
+
+    @property
+    def seg_sum(self) -> np.ndarray:
+        """Each run's sum of cosines, accumulated in float64 (as over a float64 copy)."""
+        return self._reduced()[1]
+
+    def _all_turns(self) -> bool:
+        """Whether the runs are the turns themselves (every turn has a sentence): no scatter needed."""
+        idx, turns = self.idx, self.turns
+        flag = idx.derived(
+            "runs_are_turns",
+            lambda: np.array(len(turns) == idx.n_turns and bool((turns == np.arange(len(turns))).all())),
+        )
+        return bool(flag)
 
     def sim(self, plus: float) -> np.ndarray:
         """``cos + plus`` in float64 (the graph channel's sim)."""
@@ -47,20 +177,30 @@ class TurnDense:
 
     def best(self, rest_weight: float) -> np.ndarray:
         """Best sentence cosine per turn plus ``rest_weight`` × mean of the others (−inf: no sentence)."""
+        if not self.turns.size:
+            return np.full(self.idx.n_turns, -np.inf, dtype=np.float64)
+        seg_max, seg_sum = self._reduced()
+        # the mean of the others: (sum − max) ÷ (count − 1); a one-sentence turn's is (x − x) ÷ 1 = 0
+        div = self.idx.derived("runs_rest_div", lambda: np.maximum(self.counts - 1, 1).astype(np.float64))
+        vals = seg_max + rest_weight * ((seg_sum - seg_max) / div)
+        if self._all_turns():
+            return vals
         out = np.full(self.idx.n_turns, -np.inf, dtype=np.float64)
-        if self.turns.size:
-            cnt = self.counts
-            rest = np.where(cnt > 1, (self.seg_sum - self.seg_max) / np.maximum(cnt - 1, 1), 0.0)
-            out[self.turns] = self.seg_max + rest_weight * rest
+        out[self.turns] = vals
         return out
 
     def whole(self) -> np.ndarray:
         """Whole-turn cosines, Σ sentence cosines ÷ ‖Σ sentence vectors‖ (0 for a turn without sentences)."""
         out = np.zeros(self.idx.n_turns, dtype=np.float64)
         if self.turns.size:
-            norms = self.idx.turn_sum_norms()[self.turns]
+            all_turns = self._all_turns()
+            norms = self.idx.turn_sum_norms()
             sums = self.seg_sum
-            out[self.turns] = np.divide(sums, norms, out=np.zeros_like(sums), where=norms > 0)
+            if all_turns:
+                np.divide(sums, norms, out=out, where=norms > 0)
+            else:
+                norms = norms[self.turns]
+                out[self.turns] = np.divide(sums, norms, out=np.zeros_like(sums), where=norms > 0)
         return out
 
     def best_row(self, turn: int) -> int:

@@ -19,7 +19,7 @@ import numpy as np
 from ..config import GraphConfig
 from .index import ScopeIndex
 
-__all__ = ["Expansion", "chunk_key", "expand", "hop_origins", "rank_chunks", "turn_means"]
+__all__ = ["Expansion", "chunk_key", "expand", "hop_origins", "rank_chunks", "seed_partition", "turn_means"]
 
 EPSILON = 1.0  # §1.3 step 1: sim = cos + ε
 
@@ -34,12 +34,41 @@ class Expansion:
     seeds: list[int] = field(default_factory=list)
 
 
-def expand(idx: ScopeIndex, sim: np.ndarray, cfg: GraphConfig, allowed: np.ndarray | None) -> Expansion:
+#: float32 cosines closer to 0 than this may become equal once ``+ ε`` in float64 (see :func:`expand`)
+_TINY = 2e-9
+
+
+def seed_partition(cos: np.ndarray, n: int) -> np.ndarray | None:
+    """``np.argpartition(-sim, n - 1)[:n]`` for ``sim = float64(cos) + ε``, computed over ``cos``.
+
+    The same rows in the same order: ``float64(c) + 1`` orders two float32
+    cosines as they are ordered unless both are within 2e-9 of 0, where the
+    float64 sum can make them equal; None then (and when n covers every row).
+    """
+    if n >= cos.size or (np.abs(cos) < _TINY).any():
+        return None
+    return np.argpartition(-cos, n - 1)[:n]
+
+
+def expand(
+    idx: ScopeIndex,
+    sim: np.ndarray,
+    cfg: GraphConfig,
+    allowed: np.ndarray | None,
+    cos: np.ndarray | None = None,
+    part: np.ndarray | None = None,
+) -> Expansion:
     """Seeds (top-n with sim ≥ γ) plus everything within h hops of them.
 
     Args:
         sim: ``cos + 1`` for every sentence row.
         allowed: boolean mask over sentence rows (time/thread filters), or None.
+        cos: optional, the float32 cosines ``sim`` was computed from. The
+            seeds' selection then runs over them (half the bytes, the same
+            rows: :func:`seed_partition`; with a filter it runs over ``sim``).
+        part: optional, :func:`seed_partition` of ``cos`` for ``cfg.seeds``,
+            already computed (the hybrid computes it on another thread while
+            it works on its other channels); ignored with a filter.
     """
     out = Expansion()
     if sim.size == 0:
@@ -49,7 +78,12 @@ def expand(idx: ScopeIndex, sim: np.ndarray, cfg: GraphConfig, allowed: np.ndarr
         cand = sim.copy()
         cand[~allowed] = -np.inf
     n = min(cfg.seeds, cand.size)
-    top = np.argpartition(-cand, n - 1)[:n] if n < cand.size else np.arange(cand.size)
+    found: np.ndarray | None = None
+    if n >= cand.size:
+        found = np.arange(cand.size)
+    elif allowed is None:
+        found = part if part is not None else seed_partition(cos, n) if cos is not None else None
+    top = found if found is not None else np.argpartition(-cand, n - 1)[:n]
     top = top[np.argsort(-cand[top], kind="stable")]
     seeds = [int(r) for r in top if cand[r] >= cfg.gamma and np.isfinite(cand[r])]
     out.seeds = seeds

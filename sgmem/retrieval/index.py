@@ -67,6 +67,12 @@ def _inner_products(index: Any, q: np.ndarray) -> np.ndarray:
     return out
 
 
+def idf(n_turns: int, df: int) -> float:
+    """Robertson–Spärck Jones IDF with +1 smoothing of a term held by ``df`` of ``n_turns`` turns."""
+    n = max(n_turns, 1)
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
 def _find(ids: np.ndarray, key: int) -> int | None:
     """Row of ``key`` in ascending ``ids`` (SQLite row ids only grow), or None."""
     i = int(np.searchsorted(ids, key))
@@ -396,9 +402,7 @@ class ScopeIndex:
     def idf(self, term: str) -> float:
         """Robertson–Spärck Jones IDF with +1 smoothing (never negative)."""
         rows = self.term_rows(term)
-        df = 0 if rows is None else len(rows)
-        n = max(self.n_turns, 1)
-        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return idf(self.n_turns, 0 if rows is None else len(rows))
 
     def nbytes(self) -> int:
         """An estimate of the bytes this index holds in memory (vectors, columns, caches)."""

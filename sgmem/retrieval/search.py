@@ -23,10 +23,10 @@ from ..pyramid import retrieve as pyramid
 from ..text.dates import query_windows
 from ..text.lexical import analyze
 from . import speakers, units
-from .dense import Approx, TurnDense, ann_cosines, approx_from_rows, turn_relevance
-from .graph import EPSILON, chunk_rows, expand, hop_origins, rank_chunks, turn_means
+from .dense import Approx, TurnDense, ann_cosines, approx_from_rows, scan, scan_pool, scan_threads, turn_relevance
+from .graph import EPSILON, chunk_rows, expand, hop_origins, rank_chunks, seed_partition, turn_means
 from .heap import release_free_heap
-from .index import ScopeIndex
+from .index import ScopeIndex, idf
 from .server import server_candidates
 
 __all__ = ["Ranked", "Retriever", "turn_relevance"]
@@ -68,14 +68,22 @@ class Retriever:
     def sentence_cosines(idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
         return idx.sentence_cosines(q)
 
-    def _dense(
-        self, idx: ScopeIndex, q: np.ndarray, turns: np.ndarray | None = None
-    ) -> tuple[np.ndarray, Approx | None]:
-        """Sentence cosines: every sentence, or candidates' turns (and ``turns``) only: the server's
-        nearest (``Config.pg_dense``) or HNSW's (``Config.dense_index``, :func:`sgmem.retrieval.dense.ann_cosines`)."""
+    def _dense(self, idx: ScopeIndex, q: np.ndarray, turns: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
+        """Sentence cosines (see :meth:`_dense_turns`) and the approximate index's state, if any."""
+        d, approx = self._dense_turns(idx, q, turns, reduce=False)
+        return d.cos, approx
+
+    def _dense_turns(
+        self, idx: ScopeIndex, q: np.ndarray, turns: np.ndarray | None = None, reduce: bool = True
+    ) -> tuple[TurnDense, Approx | None]:
+        """Sentence cosines and per-turn reductions: one scan of every sentence (:func:`.dense.scan`), or of
+        the server's (``Config.pg_dense``) or HNSW's (``Config.dense_index``) candidates' turns and ``turns``."""
         rows = server_candidates(idx, q, self.config)
         approx = approx_from_rows(idx, q, rows, turns) if rows is not None else ann_cosines(idx, q, self.config, turns)
-        return (approx.cos, approx) if approx is not None else (idx.sentence_cosines(q), None)
+        if approx is not None:
+            return TurnDense(idx, approx.cos), approx
+        cos, seg = scan(idx, q, scan_threads(self.config, idx.n_sentences), reduce)
+        return TurnDense(idx, cos, seg), None
 
     @staticmethod
     def _graph_sim(idx: ScopeIndex, q: np.ndarray, sim: np.ndarray, approx: Approx | None, exp: Any) -> None:
@@ -163,9 +171,9 @@ class Retriever:
                 total += w
                 out[said] += w
                 continue
-            w = idx.idf(t)
+            rows = idx.term_rows(t)  # (one look-up for the IDF and the postings)
+            w = idf(idx.n_turns, 0 if rows is None else len(rows))
             total += w
-            rows = idx.postings.get(t)
             if rows is None:
                 continue
             # sparse over the term's postings (ascending rows): 1 where it occurs, neighbour_weight
@@ -317,12 +325,13 @@ class Retriever:
     ) -> list[Ranked]:
         # a memory is a turn (§3.1 [C]); its cosine is the turn vector's (measured
         # better than the best sentence's as the pyramid's relevance, see PyramidConfig)
-        rel = self.turn_cosines(idx, q).astype(np.float64)
+        cos, seg = scan(idx, q, scan_threads(self.config, idx.n_sentences))  # the turn cosines, by one scan
+        rel = TurnDense(idx, cos, seg).whole()
         out = pyramid.run(idx, self.config.pyramid, query, q, rel, allowed, tools, texts, use_llm=True)
         return [Ranked("turn", [r], score, why) for r, score, why in pyramid.rank(out, rel, k, allowed)]
 
     def _vector(self, idx: ScopeIndex, q: np.ndarray, k: int, allowed: np.ndarray | None) -> list[Ranked]:
-        d = TurnDense(idx, self._dense(idx, q)[0])
+        d = self._dense_turns(idx, q)[0]
         best = d.best(0.0)
         if allowed is not None:
             best[~allowed] = -np.inf
@@ -342,10 +351,11 @@ class Retriever:
 
     def _graph(self, idx: ScopeIndex, q: np.ndarray, k: int, allowed: np.ndarray | None) -> list[Ranked]:
         g = self.config.graph
-        cos, approx = self._dense(idx, q)
+        d, approx = self._dense_turns(idx, q, reduce=False)
+        cos = d.cos
         sim = cos.astype(np.float64) + EPSILON
         sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None and sim.size else None
-        exp = expand(idx, sim, g, sent_allowed)
+        exp = expand(idx, sim, g, sent_allowed, cos)
         self._graph_sim(idx, q, sim, approx, exp)
         ranked = rank_chunks(idx, sim, exp, g.chunk_level, g.chunk_score, g.rest_weight)[:k]
         shown = [sorted(srows, key=lambda r: (exp.hop[r], -sim[r]))[:5] for _, _, srows in ranked]
@@ -436,22 +446,18 @@ class Retriever:
             if self.config.dense_index == "hnsw"
             else None
         )
-        cos, approx = self._dense(idx, q, lex_turns)
-        d = TurnDense(idx, cos)  # one scan of the sentence vectors; every dense channel reduces it
+        d, approx = self._dense_turns(
+            idx, q, lex_turns
+        )  # one scan of the sentence vectors; every dense channel reduces it
+        cos = d.cos
+        threads = scan_threads(self.config, idx.n_sentences)
+        seeds = None  # the graph seeds' selection, on a scan thread while this one works on the other channels
+        if h.w_graph > 0 and cos.size and allowed is None and threads > 1:
+            seeds = scan_pool(threads).submit(seed_partition, cos, min(self.config.graph.seeds, cos.size))
         s_sent = d.best(h.rest_weight)
         s_sent = np.where(np.isfinite(s_sent), s_sent, 0.0)
         s_turn = d.whole()
         prev, nxt = idx.array("prev_row"), idx.array("next_row")
-        # graph channel: SGMem seeds + h-hop expansion, mean sim of C* per turn, minus ε
-        s_graph = np.zeros(n)
-        exp = None
-        if h.w_graph > 0 and cos.size:
-            sim = d.sim(EPSILON)
-            sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None else None
-            exp = expand(idx, sim, self.config.graph, sent_allowed)
-            self._graph_sim(idx, q, sim, approx, exp)
-            turns, means = turn_means(idx, sim, exp)
-            s_graph[turns] = means - EPSILON
         # pyramid channel: MGRetrieval's critical memories, by rank and pyramid level
         s_pyr = np.zeros(n)
         pyr_out = None
@@ -468,6 +474,17 @@ class Retriever:
                 use_llm=self.config.pyramid.llm_in_hybrid,
             )
             s_pyr = pyramid.channel(pyr_out, n, self.config.pyramid)
+        # graph channel: SGMem seeds + h-hop expansion, mean sim of C* per turn, minus ε
+        s_graph = np.zeros(n)
+        exp = None
+        if h.w_graph > 0 and cos.size:
+            sim = d.sim(EPSILON)
+            sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None else None
+            part = seeds.result() if seeds is not None else None
+            exp = expand(idx, sim, self.config.graph, sent_allowed, cos, part)
+            self._graph_sim(idx, q, sim, approx, exp)
+            turns, means = turn_means(idx, sim, exp)
+            s_graph[turns] = means - EPSILON
         # entity channel: turns mentioning an entity of a type the query names (LightGMEM, sgmem.entities)
         s_ent = np.zeros(n)
         ent_why: dict[int, dict[str, Any]] = {}
@@ -481,7 +498,7 @@ class Retriever:
         )
         dense = h.w_sentence * s_sent + h.w_turn * s_turn
         if h.neighbour_dense:
-            dense = dense + h.neighbour_dense * _neighbour_max(s_sent, prev, nxt, 0.0)
+            dense = dense + h.neighbour_dense * _neighbour_max(s_sent, prev, nxt, 0.0, idx)
         total = dense + h.w_lexical * s_lex + h.w_graph * s_graph + h.w_pyramid * s_pyr + h.w_entity * s_ent + prior
         date_bonus: np.ndarray | None = None
         windows = query_windows(query, h.date_slack_days) if (h.date_day_bonus or h.date_month_bonus) else []
@@ -496,7 +513,7 @@ class Retriever:
         if allowed is not None:
             total[~allowed] = -np.inf
         if h.propagation:
-            total = total + h.propagation * _neighbour_max(total, prev, nxt, 0.0)
+            total = total + h.propagation * _neighbour_max(total, prev, nxt, 0.0, idx)
         if h.session_weight:
             total = total + h.session_weight * _group_max(idx, total, "session_codes")
         # everything below concerns the k hits only
@@ -535,12 +552,16 @@ class Retriever:
         return out
 
 
-def _neighbour_max(values: np.ndarray, prev: np.ndarray, nxt: np.ndarray, missing: float) -> np.ndarray:
-    """The larger of each turn's previous and next turn values (``missing`` at chain ends)."""
-    safe = np.where(np.isfinite(values), values, missing)
-    pv = np.where(prev >= 0, safe[np.maximum(prev, 0)], missing)
-    nv = np.where(nxt >= 0, safe[np.maximum(nxt, 0)], missing)
-    return np.maximum(pv, nv)
+def _neighbour_max(
+    values: np.ndarray, prev: np.ndarray, nxt: np.ndarray, missing: float, idx: ScopeIndex
+) -> np.ndarray:
+    """The larger of each turn's previous and next turn values (``missing`` at chain ends, for non-finite
+    values too), by one gather each from ``values`` extended by ``missing`` (chain ends point past the end)."""
+    n = len(values)
+    at_prev = idx.derived("chain_prev", lambda: np.where(prev >= 0, prev, n).astype(np.intp))
+    at_next = idx.derived("chain_next", lambda: np.where(nxt >= 0, nxt, n).astype(np.intp))
+    ext = np.append(np.where(np.isfinite(values), values, missing), missing)
+    return np.maximum(ext[at_prev], ext[at_next])
 
 
 def _group_max(idx: ScopeIndex, values: np.ndarray, codes: str) -> np.ndarray:

@@ -1,0 +1,165 @@
+"""The query path's shortcuts (issue 14) answer exactly as the plain computations do.
+
+- the dense scan in parts on a thread pool (``Config.dense_scan_threads``)
+  gives the cosines and per-turn reductions of one whole-array scan, and
+  every mode the same hits, scores and ``why``;
+- the graph seeds selected over the float32 cosines are the rows and order
+  of the selection over ``sim``;
+- the neighbour maxima by cached gathers equal the masked computation;
+- the pyramid ranks its unread memories and its vector fallback as the full
+  sorts did.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+
+import sgmem
+import sgmem.retrieval.dense as dense
+import sgmem.retrieval.search as search_mod
+from sgmem.errors import ConfigError
+from sgmem.pyramid import retrieve as pyramid
+from sgmem.pyramid.retrieve import PyramidTools, _best_first
+from sgmem.retrieval.graph import EPSILON, expand, seed_partition
+from sgmem.retrieval.search import _neighbour_max
+
+from .helpers import HashEmbedder
+from .test_scope_index import _adds
+
+QUERIES = ["cat trip to paris", "violin storm river", "chess and coffee number 7", "garden bread", "lake museum"]
+MODES = ["hybrid", "vector", "graph", "bm25", "pyramid", "sgrm"]
+
+
+def _memory(**kw):  # type: ignore[no-untyped-def]
+    mem = sgmem.Memory(embedder=HashEmbedder(), config=sgmem.Config(min_relevance=0.0, **kw))
+    for thread, msgs in _adds(25):
+        mem.add(msgs, scope="a", thread=thread)
+    return mem
+
+
+@pytest.fixture(scope="module")
+def memory():  # type: ignore[no-untyped-def]
+    mem = _memory(dense_scan_threads=1)
+    yield mem
+    mem.close()
+
+
+def _answers(mem, mode: str, **kw):  # type: ignore[no-untyped-def]
+    return [
+        [(h.message_ids, h.score, h.relevance, h.why, h.text) for h in mem.search(q, scope="a", k=12, mode=mode, **kw)]
+        for q in QUERIES
+    ]
+
+
+def test_the_scan_in_parts_gives_the_whole_scan_and_its_reductions(memory) -> None:  # type: ignore[no-untyped-def]
+    mem = memory
+    idx = mem._index(mem._store.require_scope("a"))
+    starts = idx.array("sent_starts")
+    for query in QUERIES:
+        q = mem.embedder.embed([query])[0]
+        want = idx.sentence_cosines(q)
+        for threads in (1, 2, 3, 7):
+            cos, (seg_max, seg_sum) = dense.scan(idx, q, threads)
+            np.testing.assert_array_equal(cos, want)
+            np.testing.assert_array_equal(seg_max, np.maximum.reduceat(want, starts))
+            np.testing.assert_array_equal(seg_sum, np.add.reduceat(want.astype(np.float64), starts))
+
+
+def test_every_mode_answers_the_same_with_the_threaded_scan(memory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    one = {mode: _answers(memory, mode) for mode in MODES}
+    one["filtered"] = _answers(memory, "hybrid", threads=["thread-0", "thread-2"])
+    three = dataclasses.replace(memory.config, dense_scan_threads=3, dense_scan_min_sentences=0)
+    monkeypatch.setattr(memory._retriever, "config", three)
+    submitted = []
+    pool = dense.scan_pool
+
+    class Counting:
+        def __init__(self, real: concurrent.futures.ThreadPoolExecutor) -> None:
+            self.real = real
+
+        def submit(self, fn, *args):  # type: ignore[no-untyped-def]
+            submitted.append(fn)
+            return self.real.submit(fn, *args)
+
+    monkeypatch.setattr(dense, "scan_pool", lambda n: Counting(pool(n)))
+    monkeypatch.setattr(search_mod, "scan_pool", lambda n: Counting(pool(n)))
+    for mode in MODES:
+        assert _answers(memory, mode) == one[mode], mode
+    assert _answers(memory, "hybrid", threads=["thread-0", "thread-2"]) == one["filtered"]
+    # the parts did run on the pool (two of three per scan), and the hybrid's seeds beside the other channels
+    assert len(submitted) >= 2 * len(QUERIES) * 4 and seed_partition in submitted
+
+
+def test_scan_threads_follow_the_config() -> None:
+    cfg = sgmem.Config(dense_scan_threads=4, dense_scan_min_sentences=1000)
+    assert dense.scan_threads(cfg, 999) == 1
+    assert dense.scan_threads(cfg, 1000) == 4
+    auto = sgmem.Config(dense_scan_min_sentences=0)
+    assert dense.scan_threads(auto, 10) == min(8, os.cpu_count() or 1)  # the cores, at most 8
+    for bad in (0, -2, 2.5, "4"):
+        with pytest.raises(ConfigError, match="dense_scan_threads"):
+            sgmem.Config(dense_scan_threads=bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="dense_scan_min_sentences"):
+        sgmem.Config(dense_scan_min_sentences=-1)
+
+
+def test_seeds_over_float32_cosines_are_the_rows_and_order_over_sim(memory) -> None:  # type: ignore[no-untyped-def]
+    mem = memory
+    idx = mem._index(mem._store.require_scope("a"))
+    g = mem.config.graph
+    for query in QUERIES:
+        cos = idx.sentence_cosines(mem.embedder.embed([query])[0])
+        sim = cos.astype(np.float64) + EPSILON
+        np.testing.assert_array_equal(seed_partition(cos, g.seeds), np.argpartition(-sim, g.seeds - 1)[: g.seeds])
+        plain, fast = expand(idx, sim, g, None), expand(idx, sim, g, None, cos)
+        assert (fast.seeds, fast.rows, fast.hop, fast.origin) == (plain.seeds, plain.rows, plain.hop, plain.origin)
+    # cosines within 2e-9 of 0 may tie once + 1 in float64: the selection then runs over sim
+    tiny = np.array([0.5, 1e-12, 2e-12, 0.25, -1e-12, 0.75], dtype=np.float32)
+    assert seed_partition(tiny, 3) is None
+    assert seed_partition(tiny, 6) is None  # every row wanted: nothing to select
+    np.testing.assert_array_equal(np.sort(seed_partition(tiny[[0, 3, 5]], 2)), [0, 2])
+
+
+def test_neighbour_maximum_by_gathers_equals_the_masked_one(memory) -> None:  # type: ignore[no-untyped-def]
+    mem = memory
+    idx = mem._index(mem._store.require_scope("a"))
+    prev, nxt = idx.array("prev_row"), idx.array("next_row")
+    assert (prev < 0).any() and (nxt < 0).any() and (prev >= 0).any()
+    rng = np.random.default_rng(1)
+    for missing in (0.0, -1.0):
+        vals = rng.normal(size=idx.n_turns)
+        vals[rng.random(idx.n_turns) < 0.2] = -np.inf
+        safe = np.where(np.isfinite(vals), vals, missing)
+        want = np.maximum(
+            np.where(prev >= 0, safe[np.maximum(prev, 0)], missing),
+            np.where(nxt >= 0, safe[np.maximum(nxt, 0)], missing),
+        )
+        np.testing.assert_array_equal(_neighbour_max(vals, prev, nxt, missing, idx), want)
+
+
+def test_pyramid_ranks_unread_memories_and_its_fallback_as_the_full_sorts(memory) -> None:  # type: ignore[no-untyped-def]
+    mem = memory
+    idx = mem._index(mem._store.require_scope("a"))
+    pyramid.ensure_keywords(mem._store, idx)
+    checked = 0
+    for query in [*QUERIES, "cat", "storm"]:
+        q = mem.embedder.embed([query])[0]
+        rel = idx.turn_cosines(q)
+        out = pyramid.run(idx, mem.config.pyramid, query, q, rel, None, PyramidTools(mem._words, None), None, False)
+        for scores in (rel, np.zeros_like(rel)):  # (all tied: by level, then in traversal order)
+            want = sorted(out.later, key=lambda r: (-out.later[r].level, -scores[r]))
+            got = list(out.later_ranked(scores))
+            assert [f.row for f in got] == want
+            assert got == [out.later[r] for r in want]
+            checked += len(want)
+    assert checked >= 20
+    rng = np.random.default_rng(2)
+    vals = np.round(rng.normal(size=300), 1)  # many ties
+    vals[rng.random(300) < 0.1] = -np.inf
+    for m in (1, 5, 40, 299, 300, 400):
+        np.testing.assert_array_equal(_best_first(vals, m), np.argsort(-vals, kind="stable")[:m])
