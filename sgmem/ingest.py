@@ -18,7 +18,7 @@ from .embed.base import Embedder, check_embeddings
 from .errors import LimitExceededError
 from .retrieval.index import ScopeIndex
 from .store.sqlite import MessageRow, SentenceRow
-from .text.lexical import analyze, tokenize
+from .text.lexical import analyze, has_word
 from .text.segment import sentence_spans
 from .text.tokens import count_tokens
 
@@ -77,7 +77,7 @@ def prepare(msgs: list[dict[str, Any]], config: Config, sessions: list[str], ext
         kept = 0
         for j, (a, b) in enumerate(spans):
             text = content[a:b]
-            if not tokenize(text) and (len(spans) > 1 or kept):
+            if (len(spans) > 1 or kept) and not has_word(text):
                 continue  # punctuation- or emoji-only fragments carry nothing to retrieve
             sents.append(SentenceRow(msg=i, idx=j, start=a, end=b, text=text, embed_hash="", vec=empty))
             sent_texts.append(prefix + text)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sgmem.ingest import _merge_candidates, knn_edges
 from sgmem.retrieval.index import ScopeIndex
@@ -65,3 +67,85 @@ def test_knn_edges_link_each_sentence_to_its_best_earlier_ones() -> None:
         by_src.setdefault(i, []).append(t)
     assert by_src[0][0] == 3 and by_src[1][0] == 7  # a copy of an old sentence finds it first
     assert set(by_src[2]) <= {3, 9, -1}  # the blend: old rows 3 and 9, or new sentence 0 (a copy of 3)
+
+
+_TEXTS = [
+    "I moved to Lisbon in May — it’s sunny! Caroline's dog isn't 3-years-old; he's 2.",
+    "The MAY meeting: may I join? Self-care and pottery-class on 12/05/2023 at 5 p.m.",
+    "😀 !!! ...",
+    "ÉCOLE, naïve café; Straße ß İstanbul 你好 。",
+    "",
+    "_ __ --- ''' ’’’",
+]
+
+
+@settings(deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("aZ3'’-_ .,!é😀ßİ\n")), max_size=40))
+def test_tokenize_and_has_word_equal_the_match_loop(text: str) -> None:
+    from sgmem.text.lexical import _WORD, has_word, tokenize
+
+    for t in [text, *_TEXTS]:
+        reference = [m.group(0).replace("’", "'") for m in _WORD.finditer(t.lower())]
+        assert tokenize(t) == reference
+        assert has_word(t) == bool(reference)
+
+
+def _candidates_reference(text: str) -> list[str]:
+    """:func:`sgmem.pyramid.keywords.candidates` as it was, one token at a time without a cache."""
+    from sgmem.pyramid.keywords import _MONTHS, _WORD, LIGHT_WORDS, STOPWORDS, keyword_key
+
+    out: list[str] = []
+    for tok in (p for m in _WORD.finditer(text) for p in m.group(0).split("-")):
+        tok = tok.replace("’", "'")
+        if tok.endswith("'s") or tok.endswith("'S"):
+            tok = tok[:-2]
+        low = tok.lower()
+        if not tok or low in STOPWORDS:
+            continue
+        if low in _MONTHS:
+            if tok[0].isupper():
+                out.append(low)
+            continue
+        if tok.isdigit():
+            out.append(tok)
+            continue
+        key = keyword_key(tok)
+        if not key or key in STOPWORDS or key in LIGHT_WORDS or low in LIGHT_WORDS:
+            continue
+        if len(key) < 2 and not key.isdigit():
+            continue
+        out.append(key)
+    return out
+
+
+@settings(deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "May",
+                "may",
+                "I",
+                "it’s",
+                "Caroline's",
+                "3",
+                "x",
+                "self-care",
+                "the",
+                "dogs",
+                "a-b",
+                "ran",
+                "Running",
+                "'s",
+                "ok",
+            ]
+        ),
+        max_size=12,
+    )
+)
+def test_keyword_candidates_equal_the_uncached_loop(words: list[str]) -> None:
+    from sgmem.pyramid.keywords import candidates
+
+    for t in [" ".join(words), *_TEXTS]:
+        assert candidates(t) == _candidates_reference(t)
+        assert candidates(t) == _candidates_reference(t)  # the second call answers from the cache
