@@ -117,17 +117,71 @@ def _prefilter_abbreviations() -> None:
         AbbreviationReplacer._sgmem_prefilter = True  # type: ignore[attr-defined]
 
 
-_compiled_rules: dict[Any, re.Pattern[str]] = {}
+_compiled_rules: dict[Any, tuple[re.Pattern[str], tuple[str, ...]]] = {}
 
 
 def _apply(self: str, *rules: Any) -> str:
-    """``pysbd.utils.Text.apply`` with each rule's pattern compiled once (the same substitutions)."""
+    """``pysbd.utils.Text.apply`` with each rule compiled once, skipped when the text lacks a character it needs.
+
+    ``re.sub(p, r, s)`` is ``re.compile(p).sub(r, s)``; a pattern that cannot
+    match leaves the text as it is, and most of pysbd's ~80 rules per text
+    need a character the text does not hold ("∯", "&", "♨", a quote...):
+    :func:`required_chars`.
+    """
     for rule in rules:
-        pattern = _compiled_rules.get(rule.pattern)
-        if pattern is None:
-            pattern = _compiled_rules.setdefault(rule.pattern, re.compile(rule.pattern))
-        self = pattern.sub(rule.replacement, self)
+        got = _compiled_rules.get(rule.pattern)
+        if got is None:
+            got = _compiled_rules.setdefault(rule.pattern, (re.compile(rule.pattern), required_chars(rule.pattern)))
+        pattern, need = got
+        for ch in need:
+            if ch not in self:
+                break
+        else:
+            self = pattern.sub(rule.replacement, self)
     return self
+
+
+def required_chars(pattern: Any) -> tuple[str, ...]:
+    """Characters every match of ``pattern`` (a ``str`` regex) needs in the searched text, look-arounds included.
+
+    Conservative: a literal counts only where the match cannot avoid it (not
+    under ``?``/``*``, in every branch of an alternation, never under a
+    negative look-around or case-insensitive matching); anything else needs
+    nothing. An empty tuple means "always try the pattern".
+    """
+    if not isinstance(pattern, str):
+        return ()
+    try:
+        from re import _constants as c  # type: ignore[attr-defined]
+        from re import _parser  # type: ignore[attr-defined]
+    except ImportError:  # Python 3.10
+        import sre_constants as c
+        import sre_parse as _parser
+
+    parsed = _parser.parse(pattern, 0)
+    if parsed.state.flags & c.SRE_FLAG_IGNORECASE:
+        return ()
+
+    def need(items: Any) -> set[str]:
+        out: set[str] = set()
+        for op, av in items:
+            if op is c.LITERAL:
+                out.add(chr(av))
+            elif op is c.IN and len(av) == 1 and av[0][0] is c.LITERAL:
+                out.add(chr(av[0][1]))
+            elif op is c.SUBPATTERN and not av[1] & c.SRE_FLAG_IGNORECASE:
+                out |= need(av[3])
+            elif op is getattr(c, "ATOMIC_GROUP", None):
+                out |= need(av)
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)) and av[0] >= 1:
+                out |= need(av[2])
+            elif op is c.BRANCH and av[1]:
+                out |= set.intersection(*(need(b) for b in av[1]))
+            elif op is c.ASSERT:
+                out |= need(av[1])
+        return out
+
+    return tuple(sorted(need(parsed)))
 
 
 def _skip_absent_lists(cls: Any) -> None:

@@ -203,3 +203,54 @@ def test_abbreviations_present_equals_the_substring_scan() -> None:
     for text in [*_TRICKY, "", ".", "..", "a.b.c.", "no. st. mr. dr. ", "x" * 50 + ".", "İstanbul. ß. ﬁ."]:
         lowered = text.lower()
         assert seg._abbreviations_present(abbrs, lowered) == [a for a in abbrs if a.strip() + "." in lowered], text
+
+
+@pytest.mark.parametrize(
+    ("pattern", "needs"),
+    [
+        ("a|b", ()),
+        ("(?=x)y", ("x", "y")),
+        ("x?y*", ()),
+        ("(?i)x", ()),
+        ("(?i:x)y", ("y",)),
+        ("[x]z", ("x", "z")),
+        ("[xy]", ()),
+        ("(?<!x)y", ("y",)),
+        ("(?<=q)(ab|cb)", ("b", "q")),
+        ("(?:x{2,})", ("x",)),
+        ("x{0,3}", ()),
+        (r"\r∯", ("\r", "∯")),
+        (r"(?<=\s)\d+(?=\.)", (".",)),
+    ],
+)
+def test_required_chars_are_what_every_match_needs(pattern: str, needs: tuple[str, ...]) -> None:
+    assert seg.required_chars(pattern) == needs
+
+
+def test_no_pysbd_rule_matches_a_text_lacking_a_character_it_requires() -> None:
+    """Every rule pysbd applies through ``Text.apply``, on texts that lack one of its required characters."""
+    import re
+
+    from pysbd.utils import Text
+
+    seen: dict[str, Any] = {}
+    real = seg._apply
+
+    def spy(self: str, *rules: Any) -> str:
+        for r in rules:
+            seen[r.pattern] = r
+        return real(self, *rules)
+
+    seg._segmenter()
+    Text.apply = spy
+    try:
+        for t in _TRICKY:
+            seg._sentences(seg._segmenter(), t)
+    finally:
+        Text.apply = real
+    assert len(seen) > 40
+    alphabet = "".join(sorted({ch for p in seen for ch in p})) + " aZ9.\r\n"
+    for pattern in seen:
+        for ch in seg.required_chars(pattern):
+            probe = alphabet.replace(ch, "") * 3
+            assert re.search(pattern, probe) is None, (pattern, ch)
