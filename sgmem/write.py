@@ -229,7 +229,7 @@ def apply_add(mem: Any, conn: Any, p: PreparedAdd, scope_id: int) -> AppliedAdd:
     sent_ids = store.insert_sentences(scope_id, [(msg_ids[s.msg], s) for s in prep.sentences])
     sedges = [(sent_ids[i], sent_ids[-t - 1] if t < 0 else idx.sent_ids[t], w) for i, t, w in pairs]
     n_edges = store.insert_sentence_edges(scope_id, sedges) + store.insert_turn_edges(scope_id, turn_edges)
-    kw_applied = apply_plan(conn, scope_id, msg_ids, p.kw_plan)
+    kw_applied = apply_plan(conn, scope_id, msg_ids, p.kw_plan, store.consecutive_ids)
     e = p.ent_plan
     ent_applied = (
         apply_entities(conn, scope_id, e.new_entities, e.mentions, msg_ids, e.profiles) if e is not None else None

@@ -70,6 +70,13 @@ def _build(path: Path, embedder: sgmem.Embedder) -> dict[str, list[tuple[Any, ..
             ).fetchall(),
             "turn_edges": con.execute("SELECT src, dst FROM turn_edges ORDER BY src, dst").fetchall(),
             "sentence_edges": con.execute("SELECT src, dst, weight FROM sentence_edges ORDER BY src, dst").fetchall(),
+            "vocabulary": con.execute("SELECT id, keyword, lemma, canonical_id FROM vocabulary ORDER BY id").fetchall(),
+            "postings": con.execute("SELECT keyword_id, message_id FROM keyword_postings ORDER BY 1, 2").fetchall(),
+            "derived": con.execute("SELECT id, kind, text, version FROM derived ORDER BY id").fetchall(),
+            "sources": con.execute("SELECT memory_id, message_id, role FROM derived_sources ORDER BY 1, 2").fetchall(),
+            "decisions": con.execute(
+                "SELECT id, message_id, action, score, memory_id, candidate FROM gate_decisions ORDER BY id"
+            ).fetchall(),
         }
     finally:
         con.close()
@@ -87,6 +94,7 @@ def test_batched_inserts_store_the_same_rows_as_one_insert_per_row(
 ) -> None:
     got = _build(tmp_path / "batched", embedder)
     assert got == one_per_row
+    assert got["vocabulary"] and got["postings"] and got["decisions"]
     rounds = {ext: rid for _, _, ext, _, _, rid, _, _ in got["messages"]}
     ids = {ext: mid for mid, _, ext, *_ in got["messages"]}
     assert rounds["m2"] == rounds["m3"] == ids["m1"]  # replies join the user's round
