@@ -20,10 +20,43 @@ statement per row (``SQLiteStore.consecutive_ids``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["insert_rest", "insert_with_ids", "plan_rounds"]
+import numpy as np
+
+from .rows import MessageRow
+
+__all__ = ["INSERT_MESSAGE", "INSERT_SENTENCE", "insert_rest", "insert_with_ids", "message_values", "plan_rounds"]
+
+
+INSERT_MESSAGE = (
+    "INSERT INTO messages (scope_id, thread, ext_id, role, name, content, at, at_ts, session, round_id, "
+    "turn_idx, tokens, terms, metadata, vec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_SENTENCE = "INSERT INTO sentences (scope_id, message_id, idx, start, end, text, embed_hash, vec) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+
+
+def message_values(scope_id: int, thread: str, m: MessageRow, round_id: int, turn_idx: int) -> tuple[Any, ...]:
+    """The values of an :data:`INSERT_MESSAGE` row."""
+    return (
+        scope_id,
+        thread,
+        m.ext_id,
+        m.role,
+        m.name,
+        m.content,
+        m.at.isoformat(),
+        m.at.timestamp(),
+        m.session,
+        round_id,
+        turn_idx,
+        m.tokens,
+        m.terms,
+        json.dumps(m.metadata, ensure_ascii=False, allow_nan=False),
+        np.ascontiguousarray(m.vec, dtype=np.float32).tobytes(),
+    )
 
 
 def _consecutive(first: int, last: int, n: int) -> bool:

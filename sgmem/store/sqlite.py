@@ -42,7 +42,7 @@ from ..errors import (
     StoreError,
 )
 from ..types import Message, ScopeStats
-from .batch import insert_rest, insert_with_ids, plan_rounds
+from .batch import INSERT_MESSAGE, INSERT_SENTENCE, insert_rest, insert_with_ids, message_values, plan_rounds
 from .connection import Conn, is_locked, statements
 from .paths import unusable_reason
 from .rows import MessageRow, SentenceRow
@@ -51,33 +51,6 @@ from .schema import MIGRATIONS, SCHEMA_VERSION
 __all__ = ["DB_FILENAME", "MessageRow", "SQLiteStore", "SentenceRow"]
 
 DB_FILENAME = "sgmem.db"
-
-
-_INSERT_MESSAGE = (
-    "INSERT INTO messages (scope_id, thread, ext_id, role, name, content, at, at_ts, session, round_id, "
-    "turn_idx, tokens, terms, metadata, vec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_INSERT_SENTENCE = "INSERT INTO sentences (scope_id, message_id, idx, start, end, text, embed_hash, vec) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-
-
-def _message_values(scope_id: int, thread: str, m: MessageRow, round_id: int, turn_idx: int) -> tuple[Any, ...]:
-    return (
-        scope_id,
-        thread,
-        m.ext_id,
-        m.role,
-        m.name,
-        m.content,
-        m.at.isoformat(),
-        m.at.timestamp(),
-        m.session,
-        round_id,
-        turn_idx,
-        m.tokens,
-        m.terms,
-        json.dumps(m.metadata, ensure_ascii=False, allow_nan=False),
-        np.ascontiguousarray(m.vec, dtype=np.float32).tobytes(),
-    )
 
 
 class SQLiteStore:
@@ -437,8 +410,8 @@ class SQLiteStore:
 
     def insert_message(self, scope_id: int, thread: str, m: MessageRow, round_id: int | None, turn_idx: int) -> int:
         """Insert one message; a ``None`` round opens a round at this message."""
-        values = _message_values(scope_id, thread, m, round_id if round_id is not None else 0, turn_idx)
-        cur = self.conn.execute(_INSERT_MESSAGE, values)
+        values = message_values(scope_id, thread, m, round_id if round_id is not None else 0, turn_idx)
+        cur = self.conn.execute(INSERT_MESSAGE, values)
         mid = int(cur.lastrowid)  # type: ignore[arg-type]
         if round_id is None:
             self.conn.execute("UPDATE messages SET round_id = id WHERE id = ?", (mid,))
@@ -465,10 +438,10 @@ class SQLiteStore:
         refs = [ref for _, ref, _ in rows]
         m0, _, t0 = rows[0]
         r0 = refs[0] if refs[0] >= 0 else 0  # a round it opens gets its id below
-        first = int(self.conn.execute(_INSERT_MESSAGE, _message_values(scope_id, thread, m0, r0, t0)).lastrowid)
+        first = int(self.conn.execute(INSERT_MESSAGE, message_values(scope_id, thread, m0, r0, t0)).lastrowid)
         guess = plan_rounds(refs, range(first, first + len(rows)))
-        rest = [_message_values(scope_id, thread, m, r, t) for (m, _, t), r in zip(rows[1:], guess[1:], strict=True)]
-        ids = insert_rest(self.conn, "messages", _INSERT_MESSAGE, first, rest)
+        rest = [message_values(scope_id, thread, m, r, t) for (m, _, t), r in zip(rows[1:], guess[1:], strict=True)]
+        ids = insert_rest(self.conn, "messages", INSERT_MESSAGE, first, rest)
         rounds = plan_rounds(refs, ids)
         was = [r0, *guess[1:]]
         fix = [(r, mid) for r, mid, w in zip(rounds, ids, was, strict=True) if r != w]
@@ -483,8 +456,8 @@ class SQLiteStore:
             for mid, s in rows
         ]
         if self.consecutive_ids:
-            return insert_with_ids(self.conn, "sentences", _INSERT_SENTENCE, values)
-        return [int(self.conn.execute(_INSERT_SENTENCE, v).lastrowid) for v in values]  # type: ignore[arg-type]
+            return insert_with_ids(self.conn, "sentences", INSERT_SENTENCE, values)
+        return [int(self.conn.execute(INSERT_SENTENCE, v).lastrowid) for v in values]  # type: ignore[arg-type]
 
     def insert_sentence_edges(self, scope_id: int, edges: Sequence[tuple[int, int, float]]) -> int:
         """Insert similarity edges; return how many were new."""

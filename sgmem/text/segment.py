@@ -10,6 +10,7 @@ ourselves so that every sentence is an exact substring of the message.
 
 from __future__ import annotations
 
+import importlib
 import re
 import threading
 from functools import lru_cache
@@ -114,6 +115,10 @@ def _prefilter_abbreviations() -> None:
         _apply.__wrapped__ = Text.apply  # type: ignore[attr-defined]
         Text.apply = _apply
         _skip_absent_lists(ListItemReplacer)
+        for name in _PYSBD_MODULES:
+            module = importlib.import_module(name)
+            if getattr(module, "re", None) is re:
+                setattr(module, "re", _RE)  # noqa: B010 - a module attribute mypy cannot see
         AbbreviationReplacer._sgmem_prefilter = True  # type: ignore[attr-defined]
 
 
@@ -141,7 +146,63 @@ def _apply(self: str, *rules: Any) -> str:
     return self
 
 
-def required_chars(pattern: Any) -> tuple[str, ...]:
+#: pysbd's modules whose module-level ``re.sub``/``findall``/``search`` calls go through :data:`_RE`
+_PYSBD_MODULES = (
+    "pysbd.abbreviation_replacer",
+    "pysbd.between_punctuation",
+    "pysbd.exclamation_words",
+    "pysbd.lists_item_replacer",
+    "pysbd.processor",
+    "pysbd.punctuation_replacer",
+)
+_compiled_calls: dict[tuple[Any, int], tuple[re.Pattern[str], tuple[str, ...]]] = {}
+
+
+def _compiled(pattern: Any, flags: int) -> tuple[re.Pattern[str], tuple[str, ...]]:
+    got = _compiled_calls.get((pattern, flags))
+    if got is None:
+        got = _compiled_calls.setdefault((pattern, flags), (re.compile(pattern, flags), required_chars(pattern, flags)))
+    return got
+
+
+def _lacks(text: str, need: tuple[str, ...]) -> bool:
+    for ch in need:
+        if ch not in text:
+            return True
+    return False
+
+
+class _ReForPysbd:
+    """``re`` for pysbd's modules: ``sub``, ``findall`` and ``search`` skip a pattern the text cannot match.
+
+    The same answers as ``re`` (a pattern that needs a character the text
+    lacks has no match: ``sub`` returns the text, as a plain ``str`` like
+    ``re.sub``; ``findall`` an empty list; ``search`` None), each pattern
+    compiled once; every other name is ``re``'s own.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(re, name)
+
+    def sub(self, pattern: Any, repl: Any, string: str, count: int = 0, flags: int = 0) -> str:
+        compiled, need = _compiled(pattern, flags)
+        if _lacks(string, need):
+            return string if type(string) is str else str(string)
+        return compiled.sub(repl, string, count)
+
+    def findall(self, pattern: Any, string: str, flags: int = 0) -> list[Any]:
+        compiled, need = _compiled(pattern, flags)
+        return [] if _lacks(string, need) else compiled.findall(string)
+
+    def search(self, pattern: Any, string: str, flags: int = 0) -> re.Match[str] | None:
+        compiled, need = _compiled(pattern, flags)
+        return None if _lacks(string, need) else compiled.search(string)
+
+
+_RE = _ReForPysbd()
+
+
+def required_chars(pattern: Any, flags: int = 0) -> tuple[str, ...]:
     """Characters every match of ``pattern`` (a ``str`` regex) needs in the searched text, look-arounds included.
 
     Conservative: a literal counts only where the match cannot avoid it (not
@@ -158,8 +219,8 @@ def required_chars(pattern: Any) -> tuple[str, ...]:
         import sre_constants as c
         import sre_parse as _parser
 
-    parsed = _parser.parse(pattern, 0)
-    if parsed.state.flags & c.SRE_FLAG_IGNORECASE:
+    parsed = _parser.parse(pattern, flags)
+    if (parsed.state.flags | flags) & c.SRE_FLAG_IGNORECASE:
         return ()
 
     def need(items: Any) -> set[str]:

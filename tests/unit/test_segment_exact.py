@@ -47,14 +47,22 @@ def _patched() -> list[tuple[Any, str]]:
 @contextlib.contextmanager
 def _unpatched() -> Iterator[None]:
     """pysbd as installed: every patch of sgmem taken off for the block."""
+    import importlib
+    import re
+
     saved = [(cls, name, cls.__dict__[name]) for cls, name in _patched()]
+    modules = [importlib.import_module(m) for m in seg._PYSBD_MODULES]
     for cls, name, fn in saved:
         setattr(cls, name, fn.__wrapped__)
+    for module in modules:
+        module.re = re  # type: ignore[attr-defined]
     try:
         yield
     finally:
         for cls, name, fn in saved:
             setattr(cls, name, fn)
+        for module in modules:
+            module.re = seg._RE  # type: ignore[attr-defined]
 
 
 def _run(text: str) -> tuple[Any, ...]:
@@ -76,8 +84,12 @@ def _assert_same(texts: list[str]) -> None:
 
 
 def test_every_patch_is_installed_and_keeps_its_original() -> None:
+    import importlib
+
     for cls, name in _patched():
         assert hasattr(cls.__dict__[name], "__wrapped__"), f"{cls.__name__}.{name} is not sgmem's patch"
+    for m in seg._PYSBD_MODULES:
+        assert importlib.import_module(m).re is seg._RE, m
 
 
 @pytest.mark.skipif(not LOCOMO.is_file(), reason=f"LoCoMo dev data not found at {LOCOMO} (not shipped: CC BY-NC)")
