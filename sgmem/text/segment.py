@@ -158,9 +158,16 @@ _PYSBD_MODULES = (
 _compiled_calls: dict[tuple[Any, int], tuple[re.Pattern[str], tuple[str, ...]]] = {}
 
 
+#: [D] patterns kept compiled; some of pysbd's embed a word of the text (an abbreviation as written), so the
+#: cache is emptied when full rather than growing with what is ingested (``re``'s own cache holds 512)
+_MAX_COMPILED = 4096
+
+
 def _compiled(pattern: Any, flags: int) -> tuple[re.Pattern[str], tuple[str, ...]]:
     got = _compiled_calls.get((pattern, flags))
     if got is None:
+        if len(_compiled_calls) >= _MAX_COMPILED:
+            _compiled_calls.clear()
         got = _compiled_calls.setdefault((pattern, flags), (re.compile(pattern, flags), required_chars(pattern, flags)))
     return got
 

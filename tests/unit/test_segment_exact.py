@@ -266,3 +266,12 @@ def test_no_pysbd_rule_matches_a_text_lacking_a_character_it_requires() -> None:
         for ch in seg.required_chars(pattern):
             probe = alphabet.replace(ch, "") * 3
             assert re.search(pattern, probe) is None, (pattern, ch)
+
+
+def test_the_pattern_cache_stays_bounded_whatever_the_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(seg, "_MAX_COMPILED", 20)
+    seg._compiled_calls.clear()
+    for i in range(300):  # abbreviations written in ever new ways make ever new patterns
+        case = "".join(ch.upper() if (i >> j) & 1 else ch for j, ch in enumerate("prof"))
+        seg._spans(f"We met {case}. Smith at {i} p.m. today. Then we left.")
+    assert len(seg._compiled_calls) <= 20
