@@ -18,7 +18,7 @@ from .embed.base import Embedder, check_embeddings
 from .errors import LimitExceededError
 from .retrieval.index import ScopeIndex
 from .store.sqlite import MessageRow, SentenceRow
-from .text.lexical import analyze, tokenize
+from .text.lexical import analyze, has_word
 from .text.segment import sentence_spans
 from .text.tokens import count_tokens
 
@@ -77,7 +77,7 @@ def prepare(msgs: list[dict[str, Any]], config: Config, sessions: list[str], ext
         kept = 0
         for j, (a, b) in enumerate(spans):
             text = content[a:b]
-            if not tokenize(text) and (len(spans) > 1 or kept):
+            if (len(spans) > 1 or kept) and not has_word(text):
                 continue  # punctuation- or emoji-only fragments carry nothing to retrieve
             sents.append(SentenceRow(msg=i, idx=j, start=a, end=b, text=text, embed_hash="", vec=empty))
             sent_texts.append(prefix + text)
@@ -157,6 +157,34 @@ def _top_k_inner(queries: np.ndarray, vecs: np.ndarray, k: int) -> tuple[np.ndar
     return np.concatenate(ds), np.concatenate(ixs)
 
 
+def _merge_candidates(
+    cands: list[tuple[np.ndarray, np.ndarray, bool]], k: int, min_cos: float, b0: int
+) -> list[tuple[int, int, float]]:
+    """Each row's ``k`` best candidates with cosine ≥ ``min_cos``, best first: ``(b0 + row, target, cos)``.
+
+    ``cands`` holds ``(cosines, targets, is_new)`` blocks of the same rows,
+    existing rows first; a non-finite cosine (-inf marks a later new
+    sentence) or an existing target < 0 (FAISS's padding) is no candidate.
+    Ties keep the order of the blocks and of the columns within a block (a
+    stable sort, as the row-by-row loop it replaced, which
+    ``tests/unit/test_ingest_fast.py`` keeps as its reference).
+    """
+    dist = np.concatenate([d.astype(np.float64) for d, _, _ in cands], axis=1)
+    tgt = np.concatenate([-ix.astype(np.int64) - 1 if is_new else ix.astype(np.int64) for _, ix, is_new in cands], 1)
+    bad = ~np.isfinite(dist)
+    lo = 0
+    for _, ix, is_new in cands:
+        if not is_new:
+            bad[:, lo : lo + ix.shape[1]] |= ix < 0
+        lo += ix.shape[1]
+    dist[bad] = -np.inf
+    order = np.argsort(-dist, axis=1, kind="stable")[:, :k]
+    top_d = np.take_along_axis(dist, order, axis=1)
+    top_t = np.take_along_axis(tgt, order, axis=1)
+    rows, cols = np.nonzero(np.isfinite(top_d) & (top_d >= min_cos))
+    return [(b0 + r, int(top_t[r, c]), float(top_d[r, c])) for r, c in zip(rows.tolist(), cols.tolist(), strict=True)]
+
+
 def knn_edges(
     idx: ScopeIndex, new_vecs: np.ndarray, k: int, min_cos: float, block: int = 1024, ann: Any = None
 ) -> list[tuple[int, int, float]]:
@@ -191,15 +219,6 @@ def knn_edges(
             kk = min(k, prev.shape[0])
             part = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
             cands.append((np.take_along_axis(sims, part, axis=1), part, True))
-        for r in range(len(blk)):
-            pool: list[tuple[float, int]] = []
-            for d, ix, is_new in cands:
-                for dist, target in zip(d[r], ix[r], strict=False):
-                    if not np.isfinite(dist) or (not is_new and target < 0):
-                        continue  # faiss pads with -1; -inf marks later/self new sentences
-                    pool.append((float(dist), -int(target) - 1 if is_new else int(target)))
-            pool.sort(key=lambda t: -t[0])
-            for dist, target in pool[:k]:
-                if dist >= min_cos:
-                    edges.append((b0 + r, target, dist))
+        if cands:
+            edges.extend(_merge_candidates(cands, k, min_cos, b0))
     return edges

@@ -229,7 +229,7 @@ def apply_add(mem: Any, conn: Any, p: PreparedAdd, scope_id: int) -> AppliedAdd:
     sent_ids = store.insert_sentences(scope_id, [(msg_ids[s.msg], s) for s in prep.sentences])
     sedges = [(sent_ids[i], sent_ids[-t - 1] if t < 0 else idx.sent_ids[t], w) for i, t, w in pairs]
     n_edges = store.insert_sentence_edges(scope_id, sedges) + store.insert_turn_edges(scope_id, turn_edges)
-    kw_applied = apply_plan(conn, scope_id, msg_ids, p.kw_plan)
+    kw_applied = apply_plan(conn, scope_id, msg_ids, p.kw_plan, store.consecutive_ids)
     e = p.ent_plan
     ent_applied = (
         apply_entities(conn, scope_id, e.new_entities, e.mentions, msg_ids, e.profiles) if e is not None else None
@@ -364,24 +364,20 @@ def place_messages(
     last = store.last_in_thread(scope_id, thread)
     prev_id, prev_session, open_round = (last[0], last[2], last[3]) if last else (None, None, None)
     session_counts: dict[str, int] = {}
-    msg_ids: list[int] = []
-    rounds: list[int] = []
-    turn_edges: list[tuple[int, int]] = []
-    for m in messages:
+    rows: list[tuple[Any, int, int]] = []  # (message, round ref, turn index): see SQLiteStore.insert_messages
+    for i, m in enumerate(messages):
         if m.session not in session_counts:
             session_counts[m.session] = store.session_size(scope_id, m.session)
         if m.session != prev_session:
             open_round = None
-        rid = None if (m.role == "user" or open_round is None) else open_round
-        mid = store.insert_message(scope_id, thread, m, rid, session_counts[m.session])
+        ref = -i - 1 if (m.role == "user" or open_round is None) else open_round
+        rows.append((m, ref, session_counts[m.session]))
         session_counts[m.session] += 1
-        open_round = mid if rid is None else rid
+        open_round = ref
         prev_session = m.session
-        if prev_id is not None:
-            turn_edges.append((prev_id, mid))
-        prev_id = mid
-        msg_ids.append(mid)
-        rounds.append(open_round)
+    msg_ids, rounds = store.insert_messages(scope_id, thread, rows)
+    chain = ([prev_id] if prev_id is not None else []) + msg_ids
+    turn_edges = list(zip(chain[:-1], chain[1:], strict=True))
     return msg_ids, rounds, turn_edges
 
 

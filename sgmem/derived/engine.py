@@ -365,6 +365,11 @@ class DerivedEngine:
         out = Applied(scope_id, version + 1, plan)
         row_id: Callable[[int], int] = lambda r: plan.state.ids[r] if r < view.n_base else out.new_ids[r - view.n_base]  # noqa: E731
         ts = sql.now_iso()
+        # the decision log and the support links are written after the loop, each in one executemany: nothing
+        # in the loop reads them, and a support link never replaces an origin one (INSERT OR IGNORE), so the
+        # rows stored are those of writing each at once
+        decisions: list[tuple[Any, ...]] = []
+        supports: list[tuple[int, int]] = []
         for op in plan.ops:
             cand = op.cand
             src = [int(msg_ids[p]) for p in cand.sources]
@@ -395,7 +400,7 @@ class DerivedEngine:
             elif op.action == UPDATE:
                 mid = row_id(op.row)
                 if op.cause == "contained":
-                    sql.add_support(conn, mid, src)
+                    supports.extend((mid, m) for m in src)
                 else:
                     assert op.text is not None and op.vec is not None
                     sql.update_memory(
@@ -405,9 +410,11 @@ class DerivedEngine:
                     out.fact_meta[mid] = (float(at_ts[0]), at_ts[1])
             else:
                 mid = row_id(op.row)
-                sql.add_support(conn, mid, src)
+                supports.extend((mid, m) for m in src)
             out.counts[op.action] += 1
-            sql.log_decision(conn, scope_id, op.step, op.decision, mid, cand.text, src, ts)
+            decisions.append(sql.decision_row(scope_id, op.step, op.decision, mid, cand.text, src, ts))
+        sql.add_supports(conn, supports)
+        sql.log_decisions(conn, decisions)
         centroids: Any = None
         if self.gate.index_due(plan.state, view.n):
             with single_thread_blas():

@@ -21,11 +21,14 @@ from ..llm import LLMUsage
 
 __all__ = [
     "add_support",
+    "add_supports",
     "add_usage",
+    "decision_row",
     "delete_memories",
     "insert_memory",
     "load_state",
     "log_decision",
+    "log_decisions",
     "save_state",
     "state_version",
     "update_memory",
@@ -253,10 +256,16 @@ def update_memory(
 
 def add_support(conn: sqlite3.Connection, mid: int, message_ids: Sequence[int]) -> None:
     """Link messages that repeated memory ``mid`` (skipped by the gate) to it."""
-    conn.executemany(
-        "INSERT OR IGNORE INTO derived_sources (memory_id, message_id, role) VALUES (?, ?, 'support')",
-        [(mid, int(m)) for m in message_ids],
-    )
+    add_supports(conn, [(mid, m) for m in message_ids])
+
+
+def add_supports(conn: sqlite3.Connection, links: Sequence[tuple[int, int]]) -> None:
+    """Support links ``(memory id, message id)``, in one statement; an existing link of either role stays."""
+    if links:
+        conn.executemany(
+            "INSERT OR IGNORE INTO derived_sources (memory_id, message_id, role) VALUES (?, ?, 'support')",
+            [(int(mid), int(m)) for mid, m in links],
+        )
 
 
 def delete_memories(conn: sqlite3.Connection, ids: Sequence[int]) -> int:
@@ -279,26 +288,45 @@ def log_decision(
     ts: str | None = None,
 ) -> None:
     """One row of the gate's decision log (the newest source message owns it)."""
-    conn.execute(
-        "INSERT INTO gate_decisions (scope_id, message_id, step, action, score, novelty, tau, kappa, n, memory_id, "
-        "candidate, sources, scorer, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            scope_id,
-            max(sources) if sources else None,
-            step,
-            d.action,
-            d.score,
-            d.novelty,
-            d.tau,
-            d.kappa,
-            d.n,
-            memory_id,
-            candidate,
-            json.dumps(sorted(int(s) for s in sources)),
-            d.scorer,
-            ts or now_iso(),
-        ),
+    log_decisions(conn, [decision_row(scope_id, step, d, memory_id, candidate, sources, ts)])
+
+
+def decision_row(
+    scope_id: int,
+    step: int,
+    d: Decision,
+    memory_id: int | None,
+    candidate: str,
+    sources: Sequence[int],
+    ts: str | None = None,
+) -> tuple[Any, ...]:
+    """The values of a :func:`log_decision` row."""
+    return (
+        scope_id,
+        max(sources) if sources else None,
+        step,
+        d.action,
+        d.score,
+        d.novelty,
+        d.tau,
+        d.kappa,
+        d.n,
+        memory_id,
+        candidate,
+        json.dumps(sorted(int(s) for s in sources)),
+        d.scorer,
+        ts or now_iso(),
     )
+
+
+def log_decisions(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Rows of :func:`decision_row`, in order, in one statement."""
+    if rows:
+        conn.executemany(
+            "INSERT INTO gate_decisions (scope_id, message_id, step, action, score, novelty, tau, kappa, n, "
+            "memory_id, candidate, sources, scorer, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
 
 
 def add_usage(conn: sqlite3.Connection, scope_id: int, usage: LLMUsage) -> None:

@@ -99,27 +99,33 @@ def candidates(text: str) -> list[str]:
     stopwords and :data:`LIGHT_WORDS` are dropped.
     """
     out: list[str] = []
-    for tok in (p for m in _WORD.finditer(text) for p in m.group(0).split("-")):
-        tok = tok.replace("’", "'")
-        if tok.endswith("'s") or tok.endswith("'S"):
-            tok = tok[:-2]
-        low = tok.lower()
-        if not tok or low in STOPWORDS:
-            continue
-        if low in _MONTHS:
-            if tok[0].isupper():
-                out.append(low)
-            continue
-        if tok.isdigit():
-            out.append(tok)
-            continue
-        key = keyword_key(tok)
-        if not key or key in STOPWORDS or key in LIGHT_WORDS or low in LIGHT_WORDS:
-            continue
-        if len(key) < 2 and not key.isdigit():
-            continue
-        out.append(key)
+    for m in _WORD.finditer(text):
+        for tok in m.group(0).split("-"):
+            key = _candidate(tok)
+            if key:
+                out.append(key)
     return out
+
+
+@lru_cache(maxsize=65536)  # a pure function of the token, called for every token of every add
+def _candidate(tok: str) -> str:
+    """The keyword candidate of one token of :func:`candidates`, or "" when it is none."""
+    tok = tok.replace("’", "'")
+    if tok.endswith("'s") or tok.endswith("'S"):
+        tok = tok[:-2]
+    low = tok.lower()
+    if not tok or low in STOPWORDS:
+        return ""
+    if low in _MONTHS:
+        return low if tok[0].isupper() else ""
+    if tok.isdigit():
+        return tok
+    key = keyword_key(tok)
+    if not key or key in STOPWORDS or key in LIGHT_WORDS or low in LIGHT_WORDS:
+        return ""
+    if len(key) < 2 and not key.isdigit():
+        return ""
+    return key
 
 
 def select_top(cands: Sequence[str], k: int, idf: Callable[[str], float]) -> list[str]:

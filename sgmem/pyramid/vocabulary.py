@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..prompts import PYRAMID_KEYWORD_EXTRACTION, PYRAMID_KEYWORD_GROUPING, PYRAMID_KEYWORD_MATCHING
+from ..store.batch import insert_with_ids
 from .config import PyramidConfig
 from .keywords import clean_llm_keywords, keyword_key, speaker_words, stem_key, turn_keywords
 from .llmio import Usage, call_json
@@ -427,8 +428,25 @@ def _cosine_match(
     return out
 
 
-def apply_plan(conn: sqlite3.Connection, scope_id: int, message_ids: Sequence[int], plan: KeywordPlan) -> Applied:
-    """Store a plan's vocabulary entries and postings (inside the add's transaction)."""
+_INSERT_VOCABULARY = "INSERT INTO vocabulary (scope_id, keyword, lemma, canonical_id, vec) VALUES (?, ?, ?, ?, ?)"
+
+
+def _blob(vec: np.ndarray | None) -> bytes | None:
+    return np.ascontiguousarray(vec, dtype=np.float32).tobytes() if vec is not None else None
+
+
+def apply_plan(
+    conn: sqlite3.Connection,
+    scope_id: int,
+    message_ids: Sequence[int],
+    plan: KeywordPlan,
+    consecutive_ids: bool = False,
+) -> Applied:
+    """Store a plan's vocabulary entries and postings (inside the add's transaction).
+
+    ``consecutive_ids``: the store gives rows inserted together consecutive
+    ids (SQLite, :mod:`sgmem.store.batch`): the new entries go in one statement.
+    """
     applied = Applied()
     keys = sorted({k for kws in plan.per_message for k in kws} | {t for _, t in plan.new.values() if t})
     resolved: dict[str, int] = {}  # lemma -> canonical db id
@@ -442,20 +460,28 @@ def apply_plan(conn: sqlite3.Connection, scope_id: int, message_ids: Sequence[in
             resolved[lemma] = int(canonical if canonical is not None else db_id)
 
     def insert(key: str, canonical: int | None, vec: np.ndarray | None) -> int:
-        blob = np.ascontiguousarray(vec, dtype=np.float32).tobytes() if vec is not None else None
-        cur = conn.execute(
-            "INSERT INTO vocabulary (scope_id, keyword, lemma, canonical_id, vec) VALUES (?, ?, ?, ?, ?)",
-            (scope_id, key, key, canonical, blob),
-        )
+        cur = conn.execute(_INSERT_VOCABULARY, (scope_id, key, key, canonical, _blob(vec)))
         db_id = int(cur.lastrowid)  # type: ignore[arg-type]
         applied.entries.append((db_id, key, canonical, vec))
         return db_id
 
-    # new entries first, then aliases (whose targets may be new entries of this add)
-    for key, (vec, target) in plan.new.items():
-        if key in resolved or (target is not None and target != key):
-            continue
-        resolved[key] = insert(key, None, vec)
+    # new entries first (one executemany: SQLiteStore.consecutive_ids), then aliases (whose targets may be new
+    # entries of this add)
+    first = [
+        (key, vec)
+        for key, (vec, target) in plan.new.items()
+        if key not in resolved and (target is None or target == key)
+    ]
+    if consecutive_ids:
+        values = [(scope_id, key, key, None, _blob(vec)) for key, vec in first]
+        for (key, vec), db_id in zip(
+            first, insert_with_ids(conn, "vocabulary", _INSERT_VOCABULARY, values), strict=True
+        ):
+            applied.entries.append((db_id, key, None, vec))
+            resolved[key] = db_id
+    else:
+        for key, vec in first:
+            resolved[key] = insert(key, None, vec)
     for key, (vec, target) in plan.new.items():
         if key in resolved:
             continue

@@ -92,6 +92,7 @@ class PostgresStore(SQLiteStore):
     """
 
     backend = "postgres"
+    consecutive_ids = False  # a sequence may give other sessions ids in between: one INSERT per new row
 
     def __init__(  # noqa: D107
         self, target: Any, *, busy_timeout_s: float = 30.0, vector_index: str = "none", row_security: bool = False

@@ -42,6 +42,7 @@ from ..errors import (
     StoreError,
 )
 from ..types import Message, ScopeStats
+from .batch import INSERT_MESSAGE, INSERT_SENTENCE, insert_rest, insert_with_ids, message_values, plan_rounds
 from .connection import Conn, is_locked, statements
 from .paths import unusable_reason
 from .rows import MessageRow, SentenceRow
@@ -404,45 +405,59 @@ class SQLiteStore:
                 out.setdefault(h, np.frombuffer(blob, dtype=np.float32))
         return out
 
+    #: [D] ids of an add's new rows read from one ``executemany`` (:mod:`sgmem.store.batch`); PostgreSQL: False
+    consecutive_ids = True
+
     def insert_message(self, scope_id: int, thread: str, m: MessageRow, round_id: int | None, turn_idx: int) -> int:
         """Insert one message; a ``None`` round opens a round at this message."""
-        cur = self.conn.execute(
-            "INSERT INTO messages (scope_id, thread, ext_id, role, name, content, at, at_ts, session, round_id, "
-            "turn_idx, tokens, terms, metadata, vec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                scope_id,
-                thread,
-                m.ext_id,
-                m.role,
-                m.name,
-                m.content,
-                m.at.isoformat(),
-                m.at.timestamp(),
-                m.session,
-                round_id if round_id is not None else 0,
-                turn_idx,
-                m.tokens,
-                m.terms,
-                json.dumps(m.metadata, ensure_ascii=False, allow_nan=False),
-                np.ascontiguousarray(m.vec, dtype=np.float32).tobytes(),
-            ),
-        )
+        values = message_values(scope_id, thread, m, round_id if round_id is not None else 0, turn_idx)
+        cur = self.conn.execute(INSERT_MESSAGE, values)
         mid = int(cur.lastrowid)  # type: ignore[arg-type]
         if round_id is None:
             self.conn.execute("UPDATE messages SET round_id = id WHERE id = ?", (mid,))
         return mid
 
+    def insert_messages(
+        self, scope_id: int, thread: str, rows: Sequence[tuple[MessageRow, int, int]]
+    ) -> tuple[list[int], list[int]]:
+        """Insert ``(message, round ref, turn_idx)`` rows; their ids and round ids.
+
+        A round ref ``>= 0`` is an existing round's id, ``< 0`` the round
+        opened by new row ``-ref-1`` (itself when it opens one).
+        """
+        if not rows:
+            return [], []
+        if not self.consecutive_ids:
+            ids: list[int] = []
+            for i, (m, ref, turn_idx) in enumerate(rows):
+                own = ref == -i - 1
+                rid = None if own else ref if ref >= 0 else ids[-ref - 1]
+                ids.append(self.insert_message(scope_id, thread, m, rid, turn_idx))
+            return ids, plan_rounds([ref for _, ref, _ in rows], ids)
+        # the new rows' ids are predicted (the first one's id + position) and checked by insert_rest
+        refs = [ref for _, ref, _ in rows]
+        m0, _, t0 = rows[0]
+        r0 = refs[0] if refs[0] >= 0 else 0  # a round it opens gets its id below
+        first = int(self.conn.execute(INSERT_MESSAGE, message_values(scope_id, thread, m0, r0, t0)).lastrowid)
+        guess = plan_rounds(refs, range(first, first + len(rows)))
+        rest = [message_values(scope_id, thread, m, r, t) for (m, _, t), r in zip(rows[1:], guess[1:], strict=True)]
+        ids = insert_rest(self.conn, "messages", INSERT_MESSAGE, first, rest)
+        rounds = plan_rounds(refs, ids)
+        was = [r0, *guess[1:]]
+        fix = [(r, mid) for r, mid, w in zip(rounds, ids, was, strict=True) if r != w]
+        if fix:  # the first row's own round; every round when the ids were not the predicted ones
+            self.conn.executemany("UPDATE messages SET round_id = ? WHERE id = ?", fix)
+        return ids, rounds
+
     def insert_sentences(self, scope_id: int, rows: Sequence[tuple[int, SentenceRow]]) -> list[int]:
         """Insert sentences ``(message_id, row)``; return their ids in order."""
-        ids = []
-        for mid, s in rows:
-            cur = self.conn.execute(
-                "INSERT INTO sentences (scope_id, message_id, idx, start, end, text, embed_hash, vec) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (scope_id, mid, s.idx, s.start, s.end, s.text, s.embed_hash, s.vec.astype(np.float32).tobytes()),
-            )
-            ids.append(int(cur.lastrowid))  # type: ignore[arg-type]
-        return ids
+        values = [
+            (scope_id, mid, s.idx, s.start, s.end, s.text, s.embed_hash, s.vec.astype(np.float32).tobytes())
+            for mid, s in rows
+        ]
+        if self.consecutive_ids:
+            return insert_with_ids(self.conn, "sentences", INSERT_SENTENCE, values)
+        return [int(self.conn.execute(INSERT_SENTENCE, v).lastrowid) for v in values]  # type: ignore[arg-type]
 
     def insert_sentence_edges(self, scope_id: int, edges: Sequence[tuple[int, int, float]]) -> int:
         """Insert similarity edges; return how many were new."""

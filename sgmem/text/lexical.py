@@ -10,7 +10,7 @@ import re
 import warnings
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "analyze", "stem_terms", "tokenize"]
+__all__ = ["STOPWORDS", "analyze", "has_word", "stem_terms", "tokenize"]
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 
@@ -66,7 +66,14 @@ def _stemmer():  # type: ignore[no-untyped-def]
 
 def tokenize(text: str) -> list[str]:
     """Lower-cased word tokens (letters and digits; apostrophes kept inside)."""
-    return [m.group(0).replace("’", "'") for m in _WORD.finditer(text.lower())]
+    low = text.lower()
+    words: list[str] = _WORD.findall(low)  # the pattern has no groups: whole matches
+    return [w.replace("’", "'") for w in words] if "’" in low else words
+
+
+def has_word(text: str) -> bool:
+    """Whether :func:`tokenize` finds any token in ``text`` (without building the list)."""
+    return _WORD.search(text.lower()) is not None
 
 
 def stem_terms(words: list[str]) -> list[str]:

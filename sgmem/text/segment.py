@@ -10,6 +10,7 @@ ourselves so that every sentence is an exact substring of the message.
 
 from __future__ import annotations
 
+import importlib
 import re
 import threading
 from functools import lru_cache
@@ -68,7 +69,7 @@ _prefilter_lock = threading.Lock()
 
 
 def _prefilter_abbreviations() -> None:
-    """Make pysbd skip abbreviations the text cannot hold ("abbr." must occur).
+    """Make pysbd skip abbreviations the text cannot hold ("abbr." must occur), and precompile its rules.
 
     pysbd tries every abbreviation of its list that occurs anywhere in the
     text as a substring ("a", "st", "no" occur in nearly every text), and each
@@ -76,11 +77,19 @@ def _prefilter_abbreviations() -> None:
     millisecond per message. Every rewrite it then makes replaces the period
     of an ``abbr.``, so an abbreviation not followed by a period in the text
     changes nothing; offering pysbd only the others gives the same output
-    (checked against the unfiltered splitter by ``tests/unit/test_segment.py``).
+    (checked against unpatched pysbd by ``tests/unit/test_segment_exact.py``).
     The filter narrows the list per call, through a view, so threads and
-    other pysbd users are unaffected.
+    other pysbd users are unaffected. Which abbreviations occur is found from
+    the text's periods (:func:`_abbreviations_present`), not by scanning the
+    text once per abbreviation.
+
+    pysbd also applies its ~100 rewrite rules per text with ``re.sub(pattern,
+    ...)``, which looks each pattern up in ``re``'s cache; :func:`_apply`
+    keeps them compiled (``re.sub(p, r, s)`` is ``re.compile(p).sub(r, s)``).
     """
     from pysbd.abbreviation_replacer import AbbreviationReplacer
+    from pysbd.lists_item_replacer import ListItemReplacer
+    from pysbd.utils import Text
 
     with _prefilter_lock:
         if getattr(AbbreviationReplacer, "_sgmem_prefilter", False):
@@ -92,7 +101,7 @@ def _prefilter_abbreviations() -> None:
             if "." not in lowered:
                 return text
             lang = self.lang
-            keep = [a for a in lang.Abbreviation.ABBREVIATIONS if a.strip() + "." in lowered]
+            keep = _abbreviations_present(lang.Abbreviation.ABBREVIATIONS, lowered)
             if not keep:
                 return text
             self.lang = _Delegate(lang, Abbreviation=_Delegate(lang.Abbreviation, ABBREVIATIONS=keep))
@@ -103,7 +112,210 @@ def _prefilter_abbreviations() -> None:
 
         search.__wrapped__ = original  # type: ignore[attr-defined]
         AbbreviationReplacer.search_for_abbreviations_in_string = search
+        _apply.__wrapped__ = Text.apply  # type: ignore[attr-defined]
+        Text.apply = _apply
+        _skip_absent_lists(ListItemReplacer)
+        for name in _PYSBD_MODULES:
+            module = importlib.import_module(name)
+            if getattr(module, "re", None) is re:
+                setattr(module, "re", _RE)  # noqa: B010 - a module attribute mypy cannot see
         AbbreviationReplacer._sgmem_prefilter = True  # type: ignore[attr-defined]
+
+
+_compiled_rules: dict[Any, tuple[re.Pattern[str], tuple[str, ...]]] = {}
+
+
+def _apply(self: str, *rules: Any) -> str:
+    """``pysbd.utils.Text.apply`` with each rule compiled once, skipped when the text lacks a character it needs.
+
+    ``re.sub(p, r, s)`` is ``re.compile(p).sub(r, s)``; a pattern that cannot
+    match leaves the text as it is, and most of pysbd's ~80 rules per text
+    need a character the text does not hold ("∯", "&", "♨", a quote...):
+    :func:`required_chars`.
+    """
+    for rule in rules:
+        got = _compiled_rules.get(rule.pattern)
+        if got is None:
+            got = _compiled_rules.setdefault(rule.pattern, (re.compile(rule.pattern), required_chars(rule.pattern)))
+        pattern, need = got
+        for ch in need:
+            if ch not in self:
+                break
+        else:
+            self = pattern.sub(rule.replacement, self)
+    return self
+
+
+#: pysbd's modules whose module-level ``re.sub``/``findall``/``search`` calls go through :data:`_RE`
+_PYSBD_MODULES = (
+    "pysbd.abbreviation_replacer",
+    "pysbd.between_punctuation",
+    "pysbd.exclamation_words",
+    "pysbd.lists_item_replacer",
+    "pysbd.processor",
+    "pysbd.punctuation_replacer",
+)
+_compiled_calls: dict[tuple[Any, int], tuple[re.Pattern[str], tuple[str, ...]]] = {}
+
+
+#: [D] patterns kept compiled; some of pysbd's embed a word of the text (an abbreviation as written), so the
+#: cache is emptied when full rather than growing with what is ingested (``re``'s own cache holds 512)
+_MAX_COMPILED = 4096
+
+
+def _compiled(pattern: Any, flags: int) -> tuple[re.Pattern[str], tuple[str, ...]]:
+    got = _compiled_calls.get((pattern, flags))
+    if got is None:
+        if len(_compiled_calls) >= _MAX_COMPILED:
+            _compiled_calls.clear()
+        got = _compiled_calls.setdefault((pattern, flags), (re.compile(pattern, flags), required_chars(pattern, flags)))
+    return got
+
+
+def _lacks(text: str, need: tuple[str, ...]) -> bool:
+    for ch in need:
+        if ch not in text:
+            return True
+    return False
+
+
+class _ReForPysbd:
+    """``re`` for pysbd's modules: ``sub``, ``findall`` and ``search`` skip a pattern the text cannot match.
+
+    The same answers as ``re`` (a pattern that needs a character the text
+    lacks has no match: ``sub`` returns the text, as a plain ``str`` like
+    ``re.sub``; ``findall`` an empty list; ``search`` None), each pattern
+    compiled once; every other name is ``re``'s own.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(re, name)
+
+    def sub(self, pattern: Any, repl: Any, string: str, count: int = 0, flags: int = 0) -> str:
+        compiled, need = _compiled(pattern, flags)
+        if _lacks(string, need):
+            return string if type(string) is str else str(string)
+        return compiled.sub(repl, string, count)
+
+    def findall(self, pattern: Any, string: str, flags: int = 0) -> list[Any]:
+        compiled, need = _compiled(pattern, flags)
+        return [] if _lacks(string, need) else compiled.findall(string)
+
+    def search(self, pattern: Any, string: str, flags: int = 0) -> re.Match[str] | None:
+        compiled, need = _compiled(pattern, flags)
+        return None if _lacks(string, need) else compiled.search(string)
+
+
+_RE = _ReForPysbd()
+
+
+def required_chars(pattern: Any, flags: int = 0) -> tuple[str, ...]:
+    """Characters every match of ``pattern`` (a ``str`` regex) needs in the searched text, look-arounds included.
+
+    Conservative: a literal counts only where the match cannot avoid it (not
+    under ``?``/``*``, in every branch of an alternation, never under a
+    negative look-around or case-insensitive matching); anything else needs
+    nothing. An empty tuple means "always try the pattern".
+    """
+    if not isinstance(pattern, str):
+        return ()
+    try:
+        from re import _constants as c  # type: ignore[attr-defined]
+        from re import _parser  # type: ignore[attr-defined]
+    except ImportError:  # Python 3.10
+        import sre_constants as c
+        import sre_parse as _parser
+
+    parsed = _parser.parse(pattern, flags)
+    if (parsed.state.flags | flags) & c.SRE_FLAG_IGNORECASE:
+        return ()
+
+    def need(items: Any) -> set[str]:
+        out: set[str] = set()
+        for op, av in items:
+            if op is c.LITERAL:
+                out.add(chr(av))
+            elif op is c.IN and len(av) == 1 and av[0][0] is c.LITERAL:
+                out.add(chr(av[0][1]))
+            elif op is c.SUBPATTERN and not av[1] & c.SRE_FLAG_IGNORECASE:
+                out |= need(av[3])
+            elif op is getattr(c, "ATOMIC_GROUP", None):
+                out |= need(av)
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)) and av[0] >= 1:
+                out |= need(av[2])
+            elif op is c.BRANCH and av[1]:
+                out |= set.intersection(*(need(b) for b in av[1]))
+            elif op is c.ASSERT:
+                out |= need(av[1])
+        return out
+
+    return tuple(sorted(need(parsed)))
+
+
+def _skip_absent_lists(cls: Any) -> None:
+    """Skip pysbd's list-marker scans whose pattern needs a character the text lacks.
+
+    Every alternative of ``ALPHABETICAL_LIST_WITH_PARENS`` and
+    ``NUMBERED_LIST_PARENS_REGEX`` ends in a look-ahead for ")", and of
+    ``ALPHABETICAL_LIST_WITH_PERIODS`` and ``NUMBERED_LIST_REGEX_1`` for ".":
+    without that character their ``findall`` is empty and the scan returns
+    the text unchanged (its loop never runs). ~25 µs a scan, 7 scans a text.
+    """
+    needs = {
+        cls.ALPHABETICAL_LIST_WITH_PARENS: ")",
+        cls.NUMBERED_LIST_PARENS_REGEX: ")",
+        cls.ALPHABETICAL_LIST_WITH_PERIODS: ".",
+        cls.NUMBERED_LIST_REGEX_1: ".",
+    }
+    iterate, scan = cls.iterate_alphabet_array, cls.scan_lists
+
+    def iterate_alphabet_array(self: Any, regex: str, parens: bool = False, roman_numeral: bool = False) -> Any:
+        need = needs.get(regex)
+        if need is not None and need not in self.text:
+            return self.text
+        return iterate(self, regex, parens=parens, roman_numeral=roman_numeral)
+
+    def scan_lists(self: Any, regex1: str, regex2: str, replacement: str, strip: bool = False) -> None:
+        need = needs.get(regex1)
+        if need is not None and need not in self.text:
+            return
+        scan(self, regex1, regex2, replacement, strip=strip)
+
+    iterate_alphabet_array.__wrapped__ = iterate  # type: ignore[attr-defined]
+    scan_lists.__wrapped__ = scan  # type: ignore[attr-defined]
+    cls.iterate_alphabet_array = iterate_alphabet_array
+    cls.scan_lists = scan_lists
+
+
+_abbr_tables: dict[int, tuple[list[str], dict[str, list[int]], tuple[int, ...]]] = {}
+
+
+def _abbreviations_present(abbreviations: list[str], lowered: str) -> list[str]:
+    """``[a for a in abbreviations if a.strip() + "." in lowered]``, found from the periods of ``lowered``.
+
+    Every such needle ends with a period, so it occurs iff it equals the
+    slice of its length ending at one of the text's periods: a few slices
+    per period instead of one substring scan per abbreviation.
+    """
+    table = _abbr_tables.get(id(abbreviations))
+    if table is None or table[0] is not abbreviations:
+        by_needle: dict[str, list[int]] = {}
+        for i, a in enumerate(abbreviations):
+            by_needle.setdefault(a.strip() + ".", []).append(i)
+        table = (abbreviations, by_needle, tuple(sorted({len(n) for n in by_needle})))
+        _abbr_tables[id(abbreviations)] = table
+    _, by_needle, lengths = table
+    seen: set[str] = set()
+    dot = lowered.find(".")
+    while dot >= 0:
+        end = dot + 1
+        for n in lengths:
+            if n > end:
+                break
+            seen.add(lowered[end - n : end])
+        dot = lowered.find(".", end)
+    hits = sorted(i for needle in seen for i in by_needle.get(needle, ()))
+    return [abbreviations[i] for i in hits]
 
 
 def _mask(text: str) -> str:

@@ -96,7 +96,9 @@ def test_quality_scores_every_system_on_the_same_turns(locomo_file: Path, cached
 
     run = quality.run_quality(locomo_file, cached, ks=(1, 5), budgets=(60, 500))
     names = [s.name for s in run.systems]
-    assert [n for n in names if n.startswith("sgmem ")] == [f"sgmem {m}" for m in sgmem.MODES if m != "entity"]  # entity: opt-in
+    assert [n for n in names if n.startswith("sgmem ")] == [
+        f"sgmem {m}" for m in sgmem.MODES if m != "entity"
+    ]  # entity: opt-in
     assert any("BM25" in n for n in names) and any("LangChain" in n for n in names)
     assert any("LlamaIndex" in n for n in names)
     assert (run.conversations, run.questions, run.turns) == (1, 5, 11)
@@ -196,8 +198,15 @@ def test_one_command_writes_results_and_plots(locomo_file: Path, tmp_path: Path,
     ]
     assert main(argv) == 0
     text = results.read_text(encoding="utf-8")
-    headings = ("## Summary", "## Quality", "## Speed and scale", "## Write cost", "## Novelty gate", "## PostgreSQL",
-                "## Many scopes")
+    headings = (
+        "## Summary",
+        "## Quality",
+        "## Speed and scale",
+        "## Write cost",
+        "## Novelty gate",
+        "## PostgreSQL",
+        "## Many scopes",
+    )
     for heading in headings:
         assert heading in text
     assert "sgmem default (no LLM: binary" in text and "trace plot:" not in text
@@ -246,3 +255,18 @@ def test_bulk_ingest_is_compared_with_one_embed_call(embedder: Any, tmp_path: Pa
     # ratios of times are for the report, not asserted (a timed test would fail on a busy machine)
     assert res["add_many_ratio"] > 0 and res["per_add_ratio"] > 0
     assert "÷ floor" in bulk.render(res)
+
+
+def test_write_path_reports_the_engine_cost_of_an_add_by_stage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks import write_path
+
+    args = ["--workload", "synth", "--size", "300", "--adds", "4", "--repeats", "2", "--workdir", str(tmp_path)]
+    assert write_path.main(args) == 0
+    out = capsys.readouterr().out
+    m = re.search(r"engine CPU µs/sentence \(per-add minimum\): (\d+)", out)
+    assert m is not None and int(m.group(1)) > 0, out
+    assert all(f"{stage} " in out for stage in ("segment", "plan", "derived", "graph", "store")), out
+    built = json.loads((tmp_path / "synth-300" / "adds.json").read_text())
+    assert built["sentences"] >= 300

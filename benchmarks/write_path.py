@@ -1,0 +1,132 @@
+"""Engine cost of an add, by stage, at a given scope size: for before/after comparisons of the write path.
+
+A store of ``--size`` sentences is built once (LoCoMo dev sessions, speakers
+renamed per pass as in :mod:`benchmarks.gpu`, or :mod:`benchmarks.synth`
+conversations), with the hashing stand-in embedder of :mod:`benchmarks.scale`
+(its time is subtracted). Then, ``--repeats`` times, a copy of the store is
+opened in a fresh process and the next ``--adds`` sessions are added one
+``Memory.add`` each; per add the minimum over the repeats of the engine's CPU
+time is kept (robust to other jobs on a shared machine), and of each stage's
+wall time. Compare two checkouts by running the same command with each on
+``PYTHONPATH`` and the same ``--workdir`` (the store is built once, by the
+first)::
+
+    PYTHONPATH=/path/to/main python -m benchmarks.write_path --size 50000 --workdir /tmp/wp
+    PYTHONPATH=. python -m benchmarks.write_path --size 50000 --workdir /tmp/wp
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["main"]
+
+DATA = "/work/shared/data/locomo/locomo-dev.json"
+
+
+def _workload(kind: str, data: str, sentences: int) -> list[tuple[str, list[dict[str, Any]]]]:
+    if kind == "synth":
+        from benchmarks.synth import conversation
+
+        return list(conversation(sentences, seed=1))
+    from benchmarks.gpu import _adds
+
+    return _adds(data, sentences)[0]
+
+
+def _build(store: Path, kind: str, data: str, size: int) -> None:
+    import sgmem
+    from benchmarks.scale import _Timed
+
+    adds = _workload(kind, data, size + 10_000)
+    n = done = 0
+    with sgmem.Memory(store, embedder=_Timed()) as mem:
+        for thread, msgs in adds:
+            if n >= size:
+                break
+            n += mem.add(msgs, scope="s", thread=thread).sentences
+            done += 1
+    (store / "adds.json").write_text(json.dumps({"adds": done, "sentences": n}))
+
+
+def _time(store: Path, kind: str, data: str, size: int, n_adds: int) -> dict[str, Any]:
+    """One repeat, in this process: the engine ms of each of the next ``n_adds`` adds."""
+    import sgmem
+    from benchmarks.scale import STAGES, _stages, _Timed
+
+    done = json.loads((store / "adds.json").read_text())["adds"]
+    todo = _workload(kind, data, size + 10_000)[done : done + n_adds]
+    emb = _Timed()
+    cpu_in_embedder = [0.0]
+    embed = emb.embed
+
+    def timed_embed(texts: Any) -> np.ndarray:
+        c0 = time.process_time()
+        try:
+            return embed(texts)
+        finally:
+            cpu_in_embedder[0] += time.process_time() - c0
+
+    emb.embed = timed_embed  # type: ignore[method-assign]
+    rows = []
+    with tempfile.TemporaryDirectory(dir=store.parent) as d:
+        shutil.copytree(store, Path(d) / "m")
+        with sgmem.Memory(Path(d) / "m", embedder=emb) as mem:
+            mem.search("warm up", scope="s", k=1)
+            for thread, msgs in todo:
+                e0, c0, ec0 = emb.seconds, time.process_time(), cpu_in_embedder[0]
+                res = mem.add(msgs, scope="s", thread=thread)
+                cpu = (time.process_time() - c0 - (cpu_in_embedder[0] - ec0)) * 1e3
+                rows.append([res.sentences, cpu, *_stages(res.timings_ms, (emb.seconds - e0) * 1e3)])
+    return {"rows": rows, "stages": list(STAGES), "load": os.getloadavg()[0], "code": sgmem.__file__}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.write_path", description=__doc__.split("\n")[0])
+    ap.add_argument("--size", type=int, default=50_000, help="sentences in the scope before the timed adds")
+    ap.add_argument("--adds", type=int, default=25)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--workload", choices=("locomo", "synth"), default="locomo")
+    ap.add_argument("--data", default=DATA, help="LoCoMo JSON (the dev split)")
+    ap.add_argument("--workdir", required=True, help="the built store is kept here and reused")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    store = Path(a.workdir) / f"{a.workload}-{a.size}"
+    if a.child:
+        print(json.dumps(_time(store, a.workload, a.data, a.size, a.adds)))
+        return 0
+    if not (store / "adds.json").is_file():
+        shutil.rmtree(store, ignore_errors=True)
+        store.mkdir(parents=True)
+        _build(store, a.workload, a.data, a.size)
+    cmd = [sys.executable, "-m", "benchmarks.write_path", *(argv if argv is not None else sys.argv[1:]), "--child"]
+    runs = [
+        json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout) for _ in range(a.repeats)
+    ]
+    st = np.array([r["rows"][1:] for r in runs])  # the first add of a fresh process pays one-off loads: left out
+    sent = st[0, :, 0].sum()
+    cpu = st[:, :, 1].min(axis=0).sum() / sent * 1e3
+    stages = {s: st[:, :, 2 + i].min(axis=0).sum() / sent * 1e3 for i, s in enumerate(runs[0]["stages"])}
+    loads = ", ".join(f"{r['load']:.1f}" for r in runs)
+    print(
+        f"{runs[0]['code']}: {a.workload}, {a.size:,} sentences, {int(sent)} sentences in {st.shape[1]} adds, "
+        f"{a.repeats} repeats (load {loads})"
+    )
+    print(f"engine CPU µs/sentence (per-add minimum): {cpu:.0f}")
+    print("stage wall µs/sentence (per-add minimum): " + ", ".join(f"{k} {v:.0f}" for k, v in stages.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
