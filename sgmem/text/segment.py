@@ -87,10 +87,13 @@ def _prefilter_abbreviations() -> None:
     ...)``, which looks each pattern up in ``re``'s cache; :func:`_apply`
     keeps them compiled (``re.sub(p, r, s)`` is ``re.compile(p).sub(r, s)``).
     """
+    import pysbd
     from pysbd.abbreviation_replacer import AbbreviationReplacer
     from pysbd.lists_item_replacer import ListItemReplacer
     from pysbd.utils import Text
 
+    if not patches_apply(getattr(pysbd, "__version__", "")):
+        return  # another pysbd: its internals may differ, so it runs unpatched (same output, slower)
     with _prefilter_lock:
         if getattr(AbbreviationReplacer, "_sgmem_prefilter", False):
             return
@@ -120,6 +123,16 @@ def _prefilter_abbreviations() -> None:
             if getattr(module, "re", None) is re:
                 setattr(module, "re", _RE)  # noqa: B010 - a module attribute mypy cannot see
         AbbreviationReplacer._sgmem_prefilter = True  # type: ignore[attr-defined]
+
+
+# The pysbd releases whose internals the speed-ups above were checked against, output for
+# output, by tests/unit/test_segment_exact.py; any other version runs unpatched.
+CHECKED_PYSBD_VERSIONS = ("0.3.4",)
+
+
+def patches_apply(version: str) -> bool:
+    """Whether pysbd ``version`` gets the exact speed-ups (only releases they were checked against)."""
+    return version in CHECKED_PYSBD_VERSIONS
 
 
 _compiled_rules: dict[Any, tuple[re.Pattern[str], tuple[str, ...]]] = {}

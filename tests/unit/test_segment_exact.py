@@ -275,3 +275,13 @@ def test_the_pattern_cache_stays_bounded_whatever_the_text(monkeypatch: pytest.M
         case = "".join(ch.upper() if (i >> j) & 1 else ch for j, ch in enumerate("prof"))
         seg._spans(f"We met {case}. Smith at {i} p.m. today. Then we left.")
     assert len(seg._compiled_calls) <= 20
+
+
+def test_only_the_checked_pysbd_release_is_patched() -> None:
+    import pysbd
+
+    # the installed release is one the exact-output tests above were run against, so it is patched
+    assert seg.patches_apply(pysbd.__version__)
+    # a release whose internals were never compared is left as pysbd ships it
+    assert not seg.patches_apply("0.4.0")
+    assert not seg.patches_apply("")
