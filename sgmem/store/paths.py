@@ -18,7 +18,7 @@ __all__ = ["resolve_store_path", "unusable_reason"]
 
 
 def resolve_store_path(path: Any) -> Path | None:
-    """A store directory from what the user passed: ``~`` expanded, ``""`` refused.
+    """A store directory from what the user passed: ``~`` expanded, ``""`` refused, ``":memory:"`` in memory.
 
     Raises:
         InvalidInputError: ``path`` is not a str / ``os.PathLike`` or ``None``, or is blank.
@@ -35,6 +35,8 @@ def resolve_store_path(path: Any) -> Path | None:
             "a directory path, or None for an in-memory store",
             "An empty path would silently use the current directory; pass e.g. './memory'.",
         )
+    if raw == ":memory:":
+        return None  # SQLite's name for an in-memory database: an in-memory store, not a directory of that name
     if "\x00" in raw:
         raise InvalidInputError("path", path, "a directory path without NUL characters")
     return Path(raw).expanduser()

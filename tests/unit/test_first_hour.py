@@ -81,6 +81,19 @@ def test_an_empty_path_is_refused(embedder: sgmem.Embedder, tmp_path: Path, monk
     assert list(tmp_path.iterdir()) == []  # nothing written to the current directory
 
 
+def test_sqlites_memory_name_opens_an_in_memory_store(
+    embedder: sgmem.Embedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with sgmem.Memory(":memory:", embedder=embedder) as mem:
+        assert mem.path is None
+        add_sample(mem)
+        assert mem.search("cat", scope="alice", k=3)
+    assert list(tmp_path.iterdir()) == []  # no directory named ":memory:" in the current directory
+    with pytest.raises(sgmem.InvalidInputError, match="in-memory"):
+        sgmem.Memory(":memory:", embedder=embedder, read_only=True)
+
+
 def test_tilde_is_expanded(embedder: sgmem.Embedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home, cwd = tmp_path / "home", tmp_path / "cwd"
     home.mkdir()
