@@ -44,8 +44,9 @@ def seed_partition(cos: np.ndarray, n: int) -> np.ndarray | None:
     The same rows in the same order: ``float64(c) + 1`` orders two float32
     cosines as they are ordered unless both are within 2e-9 of 0, where the
     float64 sum can make them equal; None then (and when n covers every row).
+    Exact zeros (orthogonal vectors) are equal in both and keep the fast path.
     """
-    if n >= cos.size or (np.abs(cos) < _TINY).any():
+    if n >= cos.size or ((np.abs(cos) < _TINY) & (cos != 0)).any():
         return None
     return np.argpartition(-cos, n - 1)[:n]
 

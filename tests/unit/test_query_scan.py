@@ -123,6 +123,15 @@ def test_seeds_over_float32_cosines_are_the_rows_and_order_over_sim(memory) -> N
     assert seed_partition(tiny, 3) is None
     assert seed_partition(tiny, 6) is None  # every row wanted: nothing to select
     np.testing.assert_array_equal(np.sort(seed_partition(tiny[[0, 3, 5]], 2)), [0, 2])
+    # exact zeros (orthogonal vectors: common with sparse embeddings) stay equal once + 1: still the fast path,
+    # with the very rows and order the selection over sim gives, ties and zeros at the cut included
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        vals = rng.choice(np.array([0.0, -0.0, 0.25, 0.5, -0.125, 0.75, 3e-9, -3e-9], dtype=np.float32), 400)
+        n = int(rng.integers(1, 60))
+        got = seed_partition(vals, n)
+        assert got is not None, trial
+        np.testing.assert_array_equal(got, np.argpartition(-(vals.astype(np.float64) + EPSILON), n - 1)[:n])
 
 
 def test_neighbour_maximum_by_gathers_equals_the_masked_one(memory) -> None:  # type: ignore[no-untyped-def]
