@@ -104,6 +104,12 @@ class GraphConfig:
             (links per node), build and search beam widths (FAISS defaults
             are 32/40/16; these were chosen for edge recall ≥ 0.95 at
             384-d MiniLM vectors).
+        knn_background: [D] find an add's kNN neighbours and insert its
+            sentences into the HNSW graph on a worker thread while the add's
+            rows go into SQLite (FAISS and BLAS release the GIL;
+            :func:`sgmem.retrieval.ann.in_background`). The edges and the
+            graph are the same either way; False runs both on the calling
+            thread.
     """
 
     knn_k: int = 3
@@ -119,9 +125,13 @@ class GraphConfig:
     knn_hnsw_m: int = 16
     knn_hnsw_ef_construction: int = 40
     knn_hnsw_ef_search: int = 48
+    knn_background: bool = True
 
     def __post_init__(self) -> None:
         _plain_numbers(self)
+        _check(
+            isinstance(self.knn_background, bool), "GraphConfig.knn_background", self.knn_background, "True or False"
+        )
         _check(
             self.knn_index in ("auto", "exact", "hnsw"),
             "GraphConfig.knn_index",
@@ -395,7 +405,12 @@ class Config:
         limits: per-call bounds.
         speaker_prefix: [D] embed sentences as ``"Name: sentence"``; without it,
             short lines such as "Wow, Caroline!" match every question naming her.
-        embed_batch_size: texts per embedder call inside one add.
+        embed_batch_size: [D] at most this many texts per embedder call inside
+            one add. The embedder batches its own forward passes
+            (``SentenceTransformerEmbedder(batch_size=...)``); 256 lets a typical
+            add's new texts go in one call, which the embedder sorts by length
+            (less padding), and a GPU pays its per-call overhead once per add
+            (64, the former default, split an add of 70 sentences in two calls).
         busy_timeout_s: how long a writer waits for another process's lock
             before :class:`StoreBusyError`.
         wal_checkpoint_pages: [D] SQLite stores: the write-ahead log is copied
@@ -504,7 +519,7 @@ class Config:
     sgrm: SGRMConfig = field(default_factory=SGRMConfig)
     limits: Limits = field(default_factory=Limits)
     speaker_prefix: bool = True
-    embed_batch_size: int = 64
+    embed_batch_size: int = 256
     busy_timeout_s: float = 30.0
     wal_checkpoint_pages: int = 8192
     session_by_day: bool = True

@@ -186,7 +186,13 @@ def _merge_candidates(
 
 
 def knn_edges(
-    idx: ScopeIndex, new_vecs: np.ndarray, k: int, min_cos: float, block: int = 1024, ann: Any = None
+    idx: ScopeIndex,
+    new_vecs: np.ndarray,
+    k: int,
+    min_cos: float,
+    block: int = 1024,
+    ann: Any = None,
+    threads: int = 1,
 ) -> list[tuple[int, int, float]]:
     """SGMem similarity edges for new sentences (ALGORITHMS §1.2 step 4).
 
@@ -197,6 +203,7 @@ def knn_edges(
     With ``ann`` (:class:`sgmem.retrieval.ann.AnnIndex` over the existing
     rows), the existing candidates come from it (exact cosines, approximate
     neighbour sets); the new sentences are always compared exactly.
+    ``threads``: the HNSW search's threads (:meth:`AnnIndex.candidates`; same ids).
     """
     n_new = len(new_vecs)
     if k <= 0 or n_new == 0:
@@ -207,7 +214,7 @@ def knn_edges(
         blk = new_vecs[b0 : b0 + block]
         cands: list[tuple[np.ndarray, np.ndarray, bool]] = []
         if len(existing):
-            found = ann.top_k(blk, existing, k) if ann is not None else _top_k_inner(blk, existing, k)
+            found = ann.top_k(blk, existing, k, threads) if ann is not None else _top_k_inner(blk, existing, k)
             cands.append((*found, False))
         if b0 > 0 or len(blk) > 1:
             prev = new_vecs[: b0 + len(blk)]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +31,8 @@ from .errors import InvalidInputError
 from .ingest import embed_texts, knn_edges, prepare, turn_vectors
 from .pyramid.retrieve import ensure_keywords, plan_add
 from .pyramid.vocabulary import apply_plan, prune
-from .retrieval.ann import ensure_ann
+from .retrieval.ann import ensure_ann, in_background
+from .retrieval.dense import scan_threads
 from .retrieval.index import ScopeIndex, discard_cache, load_scope_index
 from .store.sqlite import SQLiteStore
 from .types import AddResult, DeleteReceipt
@@ -93,6 +95,7 @@ class AppliedAdd:
     t_graph: float
     ent_applied: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    linking: Future[None] | None = None  # the new rows' HNSW insertion, running during the transaction
 
 
 def prepare_add(
@@ -223,10 +226,62 @@ def apply_add(mem: Any, conn: Any, p: PreparedAdd, scope_id: int) -> AppliedAdd:
         else np.zeros((0, idx.dim), dtype=np.float32)
     )
     g = mem.config.graph
-    pairs = knn_edges(idx, new_sent_vecs, g.knn_k, g.knn_min_cosine, ann=ensure_ann(idx, g))
+    ann = ensure_ann(idx, g)
+    pairs: Any
+    linking = None
+    if g.knn_background and len(new_sent_vecs):
+        # the kNN search, then the rows' HNSW insertion, run on a worker thread (in that order) while this
+        # thread inserts the messages and sentences: FAISS and BLAS release the GIL (sgmem.retrieval.ann)
+        threads = scan_threads(mem.config, max(idx.n_sentences, mem.config.dense_scan_min_sentences))
+        pairs = in_background(knn_edges, idx, new_sent_vecs, g.knn_k, g.knn_min_cosine, ann=ann, threads=threads)
+        if ann is not None and ann.storage() is idx.sent_index:
+            linking = in_background(ann.add_rows, new_sent_vecs)
+    else:
+        pairs = knn_edges(idx, new_sent_vecs, g.knn_k, g.knn_min_cosine, ann=ann)
     t_graph = time.perf_counter()
+    try:
+        return _apply_rows(mem, conn, p, scope_id, idx, gen_before, new_sent_vecs, pairs, t_graph, linking)
+    except BaseException:
+        if isinstance(pairs, Future):
+            _settle(pairs)
+        discard_linked(mem, scope_id, idx, linking)
+        raise
+
+
+def _settle(f: Future[Any]) -> None:
+    try:
+        f.result()
+    except BaseException:  # noqa: S110 - the add's own error is the one to report
+        pass
+
+
+def discard_linked(mem: Any, scope_id: int, idx: ScopeIndex, linking: Future[None] | None) -> None:
+    """An add whose rows were linked in the background failed: drop the scope's index (it holds them)."""
+    if linking is None:
+        return
+    _settle(linking)
+    if mem._indexes.get(scope_id) is idx:
+        mem._indexes.pop(scope_id, None)
+
+
+def _apply_rows(
+    mem: Any,
+    conn: Any,
+    p: PreparedAdd,
+    scope_id: int,
+    idx: ScopeIndex,
+    gen_before: int,
+    new_sent_vecs: np.ndarray,
+    pairs: list[tuple[int, int, float]] | Future[list[tuple[int, int, float]]],
+    t_graph: float,
+    linking: Future[None] | None,
+) -> AppliedAdd:
+    store: SQLiteStore = mem._store
+    prep = p.prep
     msg_ids, rounds, turn_edges = place_messages(store, scope_id, p.thread, prep.messages)
     sent_ids = store.insert_sentences(scope_id, [(msg_ids[s.msg], s) for s in prep.sentences])
+    if isinstance(pairs, Future):
+        pairs = pairs.result()
     sedges = [(sent_ids[i], sent_ids[-t - 1] if t < 0 else idx.sent_ids[t], w) for i, t, w in pairs]
     n_edges = store.insert_sentence_edges(scope_id, sedges) + store.insert_turn_edges(scope_id, turn_edges)
     kw_applied = apply_plan(conn, scope_id, msg_ids, p.kw_plan, store.consecutive_ids)
@@ -252,6 +307,7 @@ def apply_add(mem: Any, conn: Any, p: PreparedAdd, scope_id: int) -> AppliedAdd:
         n_edges,
         t_graph,
         ent_applied,
+        linking=linking,
     )
 
 
@@ -259,10 +315,16 @@ def commit_add(mem: Any, p: PreparedAdd) -> AddResult:
     """Write a prepared add in one transaction (:func:`apply_add`), then :func:`finish_add`."""
     with mem._lock:
         mem._check_open()
-        with mem._store.write() as conn:
-            scope_id = mem._store.scope_id(p.scope, create=True)
-            assert scope_id is not None
-            applied = apply_add(mem, conn, p, scope_id)
+        applied = None
+        try:
+            with mem._store.write() as conn:
+                scope_id = mem._store.scope_id(p.scope, create=True)
+                assert scope_id is not None
+                applied = apply_add(mem, conn, p, scope_id)
+        except BaseException:
+            if applied is not None:  # the commit failed
+                discard_linked(mem, applied.scope_id, applied.idx, applied.linking)
+            raise
         return finish_add(mem, p, applied)
 
 
@@ -271,6 +333,13 @@ def finish_add(mem: Any, p: PreparedAdd, a: AppliedAdd | None, replaced: DeleteR
     if a is not None:
         mem._derived.committed(a.scope_id, a.d_applied)
         mem._entities.committed(a.scope_id, a.gen_before, a.gen_after, a.ent_applied)
+        linked = a.linking is not None
+        if linked:
+            try:
+                a.linking.result()  # type: ignore[union-attr]
+            except Exception:  # committed all the same: the index is rebuilt from the store at the next read
+                mem._indexes.pop(a.scope_id, None)
+                a.gen_after = -1
         # committed: extend the cache in place (or drop it if someone else wrote meanwhile)
         if a.gen_after == a.gen_before + 1:
             extend_index(
@@ -284,6 +353,7 @@ def finish_add(mem: Any, p: PreparedAdd, a: AppliedAdd | None, replaced: DeleteR
                 a.sedges,
                 a.turn_edges,
                 a.kw_applied,
+                linked,
             )
             a.idx.generation = a.gen_after
             a.idx.dirty = mem._cache_dir is not None
@@ -329,15 +399,21 @@ def replace_messages(
     p = prepare_add(mem, messages, scope, thread, at, allow_empty=True, exclude_rows=rows)
     with mem._lock:
         mem._check_open()
-        with mem._store.write() as conn:
-            scope_id = mem._store.scope_id(scope, create=bool(p.msgs))
-            if scope_id is None:  # nothing to delete, nothing to add
-                return finish_add(mem, p, None, DeleteReceipt())
-            counts = delete_step(mem._store, mem._derived, mem._cache_dir, scope_id, del_thread, ids)
-            if counts["messages"] and p.d_plan is not None:
-                p.d_plan.base_version = -1  # route the facts again against what the delete left
-            applied = apply_add(mem, conn, p, scope_id) if p.msgs else None
-            tidy_scope(mem._store, scope_id, bool(counts["messages"]))
+        applied = None
+        try:
+            with mem._store.write() as conn:
+                scope_id = mem._store.scope_id(scope, create=bool(p.msgs))
+                if scope_id is None:  # nothing to delete, nothing to add
+                    return finish_add(mem, p, None, DeleteReceipt())
+                counts = delete_step(mem._store, mem._derived, mem._cache_dir, scope_id, del_thread, ids)
+                if counts["messages"] and p.d_plan is not None:
+                    p.d_plan.base_version = -1  # route the facts again against what the delete left
+                applied = apply_add(mem, conn, p, scope_id) if p.msgs else None
+                tidy_scope(mem._store, scope_id, bool(counts["messages"]))
+        except BaseException:
+            if applied is not None:  # the tidy or the commit failed
+                discard_linked(mem, applied.scope_id, applied.idx, applied.linking)
+            raise
         if counts["messages"] and applied is None:
             mem._indexes.pop(scope_id, None)
             mem._entities.drop(scope_id)
@@ -392,8 +468,10 @@ def extend_index(
     sentence_edges: list[tuple[int, int, float]],
     turn_edges: list[tuple[int, int]],
     keywords_applied: Any,
+    linked: bool = False,
 ) -> None:
-    """Append a committed add's turns, sentences, edges and keyword postings to ``idx``."""
+    """Append a committed add's turns, sentences, edges and keyword postings to ``idx``
+    (``linked``: the sentence vectors are already in its HNSW storage)."""
     for m, mid, rid in zip(prep.messages, msg_ids, rounds, strict=True):
         idx.append_turn(
             mid,
@@ -410,6 +488,7 @@ def extend_index(
     idx.append_sentences(
         [(sid, msg_ids[s.msg], s.idx, s.text) for sid, s in zip(sent_ids, prep.sentences, strict=True)],
         sent_vecs,
+        linked,
     )
     idx.add_sentence_edges([a for a, _, _ in sentence_edges], [b for _, b, _ in sentence_edges])
     for a, b in turn_edges:

@@ -22,13 +22,19 @@ generation and its row count, and a digest of its bytes).
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from ..gate.blas import SMALL_FAISS_BATCH, faiss_single_thread
 
-__all__ = ["AnnIndex", "build_ann", "ensure_ann"]
+__all__ = ["AnnIndex", "build_ann", "ensure_ann", "in_background"]
+
+#: an add's kNN search is split over threads only in parts of at least this many queries
+#: (an HNSW search of one query costs about 100 µs at 50k sentences; a part's hand-off about 20)
+MIN_QUERIES_PER_PART = 8
 
 
 def _faiss() -> Any:
@@ -82,22 +88,42 @@ class AnnIndex:
         with faiss_single_thread(len(vecs) < SMALL_FAISS_BATCH):
             self.index.add(np.ascontiguousarray(vecs, dtype=np.float32))
 
-    def candidates(self, queries: np.ndarray, k: int) -> np.ndarray:
-        """Row ids of about the ``k`` nearest indexed rows of each query (-1 pads)."""
+    def candidates(self, queries: np.ndarray, k: int, threads: int = 1) -> np.ndarray:
+        """Row ids of about the ``k`` nearest indexed rows of each query (-1 pads).
+
+        ``threads`` > 1 splits a small batch (an add's few dozen) over that
+        many threads, the calling one and :func:`sgmem.retrieval.dense.scan_pool`'s,
+        each searching its part on one OpenMP thread (FAISS releases the GIL).
+        Each query's search is independent of the others, so the ids are the
+        same as one search's.
+        """
         if self.ntotal == 0 or len(queries) == 0:
             return np.full((len(queries), k), -1, dtype=np.int64)
-        with faiss_single_thread(len(queries) < SMALL_FAISS_BATCH):
-            _, ids = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), min(k, self.ntotal))
-        return ids
+        q = np.ascontiguousarray(queries, dtype=np.float32)
+        kk = min(k, self.ntotal)
+        parts = min(threads, len(q) // MIN_QUERIES_PER_PART) if len(q) < SMALL_FAISS_BATCH else 1
+        if parts <= 1:
+            with faiss_single_thread(len(q) < SMALL_FAISS_BATCH):
+                return self.index.search(q, kk)[1]
+        from .dense import scan_pool
 
-    def top_k(self, queries: np.ndarray, vecs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        def part(lo: int, hi: int) -> np.ndarray:
+            with faiss_single_thread():
+                return self.index.search(q[lo:hi], kk)[1]
+
+        cuts = np.linspace(0, len(q), parts + 1).astype(int)
+        futs = [scan_pool(parts).submit(part, lo, hi) for lo, hi in zip(cuts[1:-1], cuts[2:], strict=True)]
+        first = part(0, int(cuts[1]))
+        return np.concatenate([first, *(f.result() for f in futs)])
+
+    def top_k(self, queries: np.ndarray, vecs: np.ndarray, k: int, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """Exact cosines of the approximate top-``k`` (candidates re-scored against ``vecs``).
 
         Returns ``(cosines, rows)`` shaped ``(len(queries), k')``; missing
         entries have cosine ``-inf`` and row ``-1``.
         """
         pool = max(2 * k, k + 8)  # [D] re-scoring twice k candidates recovers most quantisation misorders
-        ids = self.candidates(queries, pool)
+        ids = self.candidates(queries, pool, threads)
         safe = np.maximum(ids, 0)
         sims = np.einsum("qd,qcd->qc", queries, vecs[safe])
         sims = np.where(ids >= 0, sims, -np.inf)
@@ -145,3 +171,31 @@ def build_ann(idx: Any, cfg: Any) -> AnnIndex:
     ann.extend(idx.sentence_vectors())  # copies the vectors into the graph's own flat storage ...
     idx.use_ann(ann)  # ... which replaces the scope's flat index: the old copy is freed
     return ann
+
+
+_worker: ThreadPoolExecutor | None = None
+_worker_lock = threading.Lock()
+
+
+def in_background(fn: Any, *args: Any, **kwargs: Any) -> Future[Any]:
+    """``fn(*args, **kwargs)`` on the write path's worker thread: one thread for the process, first in first out.
+
+    An add past ``knn_ann_min_sentences`` spends most of its engine time in
+    FAISS: the HNSW search for its new sentences' kNN edges and their
+    insertion into the graph (about 110 and 140 µs per sentence at 50k on
+    this project's 2-core machine). FAISS and BLAS release the GIL, so both
+    run here while the calling thread inserts the add's rows into SQLite
+    and commits (:func:`sgmem.write.apply_add`). One worker keeps the order
+    of what is submitted: an add's search, which reads the flat storage,
+    finishes before its insertion appends to it. The results are those of
+    the same calls made in line (same rows, same order, one OpenMP thread
+    for an add's few dozen: ``faiss_single_thread`` is per thread). The
+    caller waits for the results before the index is read or extended again
+    (under the Memory's lock), and discards the scope's cached index if its
+    transaction fails: the storage would hold rows that were not stored.
+    """
+    global _worker
+    with _worker_lock:
+        if _worker is None:
+            _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sgmem-knn")
+        return _worker.submit(fn, *args, **kwargs)

@@ -493,8 +493,13 @@ class ScopeIndex:
             self._term_ids.append(tid)
         self._term_ptr.append(self._term_ids.n)
 
-    def append_sentences(self, rows: list[tuple[int, int, int, str]], vecs: np.ndarray) -> None:
-        """Append sentences ``(sentence_id, message_id, idx, text)`` with their vectors (texts stay in SQLite)."""
+    def append_sentences(self, rows: list[tuple[int, int, int, str]], vecs: np.ndarray, linked: bool = False) -> None:
+        """Append sentences ``(sentence_id, message_id, idx, text)`` with their vectors (texts stay in SQLite).
+
+        ``linked``: the vectors are already in the HNSW graph's shared storage
+        (:func:`sgmem.retrieval.ann.in_background` ran during the add's
+        transaction); only the rows' metadata is appended.
+        """
         if rows:  # one vectorised lookup of the owners (an add's ~50 sentences)
             sids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             mids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
@@ -508,7 +513,13 @@ class ScopeIndex:
             self._sent_msg.extend(owners)
             self._sent_idx.extend([r[2] for r in rows])
         self.adjacency.grow(self.n_sentences)
-        if len(rows):
+        if linked:
+            if self.ann is None or self.ann.storage() is not self.sent_index or self.ann.ntotal != self.n_sentences:
+                raise RuntimeError(
+                    f"scope index {self.scope_id}: {len(rows)} sentences were to be linked already, but the HNSW "
+                    f"storage holds {self.ann.ntotal if self.ann is not None else 0} rows for {self.n_sentences}"
+                )
+        elif len(rows):
             vecs = np.ascontiguousarray(vecs, dtype=np.float32)
             if self.ann is not None and self.ann.storage() is self.sent_index:
                 self.ann.add_rows(vecs)  # appends to the shared flat storage and links the new rows

@@ -1,0 +1,166 @@
+"""An add's kNN search and HNSW insertion on the write path's worker thread (``GraphConfig.knn_background``).
+
+What a user would notice if it went wrong: other similarity edges, another
+graph (other search results), an index that holds the rows of an add that
+failed (a search returning sentences that are not stored, or a crash at the
+next add), or the embedder called several times for one add.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import sgmem
+from sgmem.errors import StoreError
+from sgmem.retrieval.ann import AnnIndex
+
+from .helpers import HashEmbedder
+
+DIM = 16
+
+
+def _sessions(n: int, per: int = 12, seed: int = 0) -> list[list[dict[str, Any]]]:
+    """``n`` sessions of ``per`` turns, each turn two sentences drawn from a small vocabulary (many near ties)."""
+    rng = np.random.default_rng(seed)
+    words = ["cat", "tuna", "marathon", "Berlin", "keyboard", "garden", "piano", "recipe", "train", "river"]
+    out = []
+    for s in range(n):
+        msgs = []
+        for t in range(per):
+            a, b, c = rng.choice(words, 3)
+            msgs.append(
+                {
+                    "id": f"s{seed}-{s}-{t}",
+                    "role": "user" if t % 2 == 0 else "assistant",
+                    "content": f"We talked about the {a} and the {b} on day {s}. Then the {c} came up again.",
+                }
+            )
+        out.append(msgs)
+    return out
+
+
+def _config(background: bool) -> sgmem.Config:
+    # HNSW edges from the first sentence: the path that scopes past knn_ann_min_sentences take
+    return sgmem.Config(graph=sgmem.GraphConfig(knn_index="hnsw", knn_background=background))
+
+
+def _edges(path: Path) -> list[tuple[Any, ...]]:
+    con = sqlite3.connect(path / "sgmem.db")
+    try:
+        return con.execute("SELECT src, dst, weight FROM sentence_edges ORDER BY src, dst").fetchall()
+    finally:
+        con.close()
+
+
+def _fill(path: Path, background: bool, sessions: list[list[dict[str, Any]]]) -> tuple[Any, ...]:
+    with sgmem.Memory(path, embedder=HashEmbedder(dim=DIM), config=_config(background)) as mem:
+        for i, msgs in enumerate(sessions):
+            mem.add(msgs, scope="u", thread=f"t{i % 3}")
+        idx = next(iter(mem._indexes.values()))
+        links = bytes(idx.ann.serialize())
+        hits = [
+            [(h.message_ids, round(h.score, 6)) for h in mem.search(q, scope="u", k=8)]
+            for q in ("the cat and the tuna", "Berlin marathon", "piano recipe river")
+        ]
+    return links, hits
+
+
+def test_background_knn_stores_the_same_edges_and_builds_the_same_graph(tmp_path: Path) -> None:
+    sessions = _sessions(10)
+    links_bg, hits_bg = _fill(tmp_path / "bg", True, sessions)
+    links_in, hits_in = _fill(tmp_path / "inline", False, sessions)
+    assert _edges(tmp_path / "bg") == _edges(tmp_path / "inline")
+    assert len(_edges(tmp_path / "bg")) > 200
+    assert links_bg == links_in  # same rows linked in the same order: the HNSW graph is byte for byte the same
+    assert hits_bg == hits_in
+
+
+@contextlib.contextmanager
+def _fail_commit(mem: sgmem.Memory):  # type: ignore[no-untyped-def]
+    """The next write transaction fails after its body ran (as a commit hitting a full disk would)."""
+    orig = mem._store.write
+
+    @contextlib.contextmanager
+    def write(*a: Any, **k: Any):  # type: ignore[no-untyped-def]
+        with orig(*a, **k) as conn:
+            yield conn
+            raise StoreError("simulated failure at commit")
+
+    mem._store.write = write  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        mem._store.write = orig  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def _fail_in_apply(mem: sgmem.Memory):  # type: ignore[no-untyped-def]
+    """The add fails inside its transaction, after the sentences were inserted and the linking started."""
+    orig = mem._derived.apply
+
+    def boom(*a: Any, **k: Any) -> Any:
+        raise RuntimeError("simulated failure inside the transaction")
+
+    mem._derived.apply = boom  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        mem._derived.apply = orig  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("where", ["apply", "commit"])
+def test_a_failed_add_leaves_no_linked_rows_behind(tmp_path: Path, where: str) -> None:
+    sessions = _sessions(8, seed=1)
+    with sgmem.Memory(tmp_path / "m", embedder=HashEmbedder(dim=DIM), config=_config(True)) as mem:
+        for msgs in sessions[:5]:
+            mem.add(msgs, scope="u", thread="t")
+        n_before = mem.stats().sentences
+        cm = _fail_commit(mem) if where == "commit" else _fail_in_apply(mem)
+        with cm, pytest.raises((StoreError, RuntimeError), match="simulated failure"):
+            mem.add(sessions[5], scope="u", thread="t")
+        assert mem.stats().sentences == n_before
+        # the index the next operations use holds exactly the stored rows, and keeps working
+        for msgs in sessions[6:]:
+            mem.add(msgs, scope="u", thread="t")
+        idx = next(iter(mem._indexes.values()))
+        stored = mem.stats().sentences
+        assert idx.n_sentences == idx.ann.ntotal == idx.sent_index.ntotal == stored
+        got = [(h.message_ids, round(h.score, 6)) for h in mem.search("the cat and the tuna", scope="u", k=10)]
+    with sgmem.Memory(tmp_path / "m", embedder=HashEmbedder(dim=DIM), config=_config(True)) as mem:
+        fresh = [(h.message_ids, round(h.score, 6)) for h in mem.search("the cat and the tuna", scope="u", k=10)]
+    assert got == fresh
+
+
+@pytest.mark.parametrize("threads", [2, 3, 5])
+def test_a_split_hnsw_search_finds_what_one_search_finds(threads: int) -> None:
+    rng = np.random.default_rng(threads)
+    vecs = rng.standard_normal((3000, DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    ann = AnnIndex(DIM, 16, 40, 48)
+    ann.extend(vecs[:2900])
+    queries = vecs[2900:2970]
+    one = ann.candidates(queries, 12, threads=1)
+    split = ann.candidates(queries, 12, threads=threads)
+    assert split.shape == one.shape == (70, 12)
+    np.testing.assert_array_equal(split, one)
+
+
+def test_an_add_sends_its_new_texts_to_the_embedder_in_one_call(tmp_path: Path) -> None:
+    emb = HashEmbedder(dim=DIM)
+    msgs = _sessions(1, per=60, seed=3)[0]  # 120 sentences, ~ a LoCoMo session
+    with sgmem.Memory(tmp_path / "m", embedder=emb) as mem:
+        res = mem.add(msgs, scope="u", thread="t")
+    assert res.embedded > 64
+    assert len(emb.calls) == 1  # a GPU pays its per-call overhead once; the embedder sorts the texts by length
+    emb2 = HashEmbedder(dim=DIM)
+    with sgmem.Memory(tmp_path / "m2", embedder=emb2, config=sgmem.Config(embed_batch_size=32)) as mem:
+        res2 = mem.add(msgs, scope="u", thread="t")
+    assert [len(c) for c in emb2.calls] == [32] * (res2.embedded // 32) + (
+        [res2.embedded % 32] if res2.embedded % 32 else []
+    )
