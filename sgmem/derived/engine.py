@@ -39,6 +39,7 @@ from ..gate.blas import single_thread_blas
 from ..gate.gate import Decision, GateState, GateView, NoveltyGate
 from ..gate.threshold import ADD, NOOP, UPDATE
 from ..llm import LLMUsage
+from ..retrieval.dense import scan_threads
 from ..retrieval.server import gate_nearest
 from ..store.sqlite import SQLiteStore
 from ..types import Hit, MemoryVersion
@@ -211,7 +212,9 @@ class DerivedEngine:
         for cand in plan.cands:
             by_pos.setdefault(cand.pos, []).append(cand)
         step_each_add = self.config.gate.step_messages == 0
-        self.gate.prefetch(view, [cand.vec for cand in plan.cands])  # one batched index search (same decisions)
+        # one batched index search, or the exact cosines on the scan threads (same decisions either way)
+        threads = scan_threads(self.config, self.config.dense_scan_min_sentences)
+        self.gate.prefetch(view, [cand.vec for cand in plan.cands], threads)
         new_texts: dict[int, str] = {}
         to_embed: list[FactOp] = []  # merged texts, embedded together after routing
         last_update: dict[int, FactOp] = {}

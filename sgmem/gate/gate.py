@@ -157,6 +157,8 @@ class GateView:
         # committed-index search results fetched for the plan's candidates at once (NoveltyGate.prefetch)
         self.prefetched: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
         self.prefetched_k = -1
+        # ``base @ c`` of the plan's candidates, computed on several threads at once (NoveltyGate.prefetch)
+        self.base_cosines: dict[bytes, np.ndarray] = {}
 
     @property
     def n(self) -> int:
@@ -174,7 +176,11 @@ class GateView:
     def cosines(self, c: np.ndarray) -> np.ndarray:
         """Cosine of ``c`` to every fact of the view (exact, O(N·d))."""
         c = np.asarray(c, dtype=np.float32)
-        base = self.base @ c if self.n_base else np.zeros(0, dtype=np.float32)
+        pre = self.base_cosines.get(c.tobytes()) if self.base_cosines and self.n_base else None
+        if pre is not None:
+            base = pre.copy()  # the patched rows are overwritten below
+        else:
+            base = self.base @ c if self.n_base else np.zeros(0, dtype=np.float32)
         for r, v in self.patched.items():
             base[r] = float(v @ c)
         if not self.extra:
@@ -268,8 +274,13 @@ class NoveltyGate:
         s = log_mean_exp(kappa * cos.astype(np.float64)) / kappa
         return VmfScore(min(1.0, max(-1.0, s)), j, float(cos[j])), "exact", 0.0
 
-    def prefetch(self, view: GateView, vecs: list[np.ndarray]) -> None:
+    def prefetch(self, view: GateView, vecs: list[np.ndarray], threads: int = 1) -> None:
         """Search the committed index for all of a plan's candidates at once (before routing them).
+
+        Where the candidates are scored exactly (fewer committed facts than
+        ``approx_min_memories``) and ``threads`` > 1, their cosines to the
+        committed facts are computed instead, on that many threads at once
+        (:meth:`_prefetch_exact`; the same values).
 
         The committed index does not change while a plan is routed (the
         plan's own adds and merges are applied to the results by
@@ -279,6 +290,9 @@ class NoveltyGate:
         quantiser's arithmetic is the same): the decisions are identical, and
         the per-call overhead is paid once per batch instead of per candidate.
         """
+        if threads > 1 and len(vecs) > 1 and view.n_base and not self.use_approx(view.n_base):
+            self._prefetch_exact(view, vecs, threads)
+            return
         ivf = view.state.ivf
         if not vecs or ivf is None or view.state.nearest is not None or not view.n_base or ivf.ntotal != view.n_base:
             return
@@ -303,6 +317,33 @@ class NoveltyGate:
                 for j, key in enumerate(keys):
                     view.prefetched[key] = (dist[j : j + 1], rows[j : j + 1])
         view.prefetched_k = k
+
+    @staticmethod
+    def _prefetch_exact(view: GateView, vecs: list[np.ndarray], threads: int) -> None:
+        """``view.base @ c`` for each distinct candidate ``c``, split over ``threads`` threads.
+
+        The exact scorer's cost is one matrix-vector product over every
+        committed fact per candidate (up to ``approx_min_memories`` facts, 15 MB
+        at 384 dimensions): bound by one core's memory bandwidth, and the
+        largest cost of an add's plan on a many-core host. The products are
+        the same BLAS calls as :meth:`GateView.cosines` makes (same operands,
+        BLAS on one thread under ``single_thread_blas``), so the values and the
+        decisions are identical; they only run on the scan pool's threads
+        (:func:`sgmem.retrieval.dense.scan_pool`; numpy releases the GIL).
+        """
+        from ..retrieval.dense import scan_pool
+
+        keys = list({np.asarray(v, dtype=np.float32).tobytes(): None for v in vecs})
+        base = view.base
+
+        def part(ks: list[bytes]) -> list[tuple[bytes, np.ndarray]]:
+            return [(k, base @ np.frombuffer(k, dtype=np.float32)) for k in ks]
+
+        chunks = [keys[i::threads] for i in range(threads)]
+        futures = [scan_pool(threads).submit(part, ch) for ch in chunks[1:] if ch]
+        view.base_cosines.update(part(chunks[0]))
+        for f in futures:
+            view.base_cosines.update(f.result())
 
     def _approx(
         self, view: GateView, ivf: IVFScorer | None, c: np.ndarray, kappa: float

@@ -265,8 +265,26 @@ def test_write_path_reports_the_engine_cost_of_an_add_by_stage(
     args = ["--workload", "synth", "--size", "300", "--adds", "4", "--repeats", "2", "--workdir", str(tmp_path)]
     assert write_path.main(args) == 0
     out = capsys.readouterr().out
-    m = re.search(r"engine CPU µs/sentence \(per-add minimum\): (\d+)", out)
+    m = re.search(r"engine CPU µs/sentence \(per-add minimum; every thread of the process\): (\d+)", out)
     assert m is not None and int(m.group(1)) > 0, out
+    w = re.search(r"engine wall µs/sentence \(per-add minimum; what an add waits for\): (\d+)", out)
+    assert w is not None and int(w.group(1)) > 0, out
     assert all(f"{stage} " in out for stage in ("segment", "plan", "derived", "graph", "store")), out
     built = json.loads((tmp_path / "synth-300" / "adds.json").read_text())
     assert built["sentences"] >= 300
+
+
+def test_host_probe_times_queries_by_scan_threads_and_adds_by_write_setting(
+    tmp_path: Path, locomo_file: Path
+) -> None:
+    from benchmarks import host_probe
+
+    out = "\n".join(host_probe.run(200, str(locomo_file), tmp_path / "probe", queries=3, adds=2))
+    assert "FAISS flat, 1 thread(s)" in out and "hybrid, 1 scan thread(s)" in out, out
+    walls = re.findall(r"round \d, (.+?)\s+(\d+)  \(stage ms/add", out)
+    assert {name for name, _ in walls} == {
+        "default",
+        "dense_scan_threads=1",
+        "dense_scan_threads=1, knn_background=False",
+    }, out
+    assert all(int(us) > 0 for _, us in walls), out

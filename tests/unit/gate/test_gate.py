@@ -178,11 +178,15 @@ class _CountingSearch:
         return self._index.search(q, k)
 
 
-def _route(gate: NoveltyGate, state: GateState, cands: np.ndarray, prefetch: bool) -> list[tuple]:
+def _route(
+    gate: NoveltyGate, state: GateState, cands: np.ndarray, prefetch: bool, threads: int = 1, exact_scores: bool = False
+) -> list[tuple]:
     """Route candidates as the derived-memory engine does (merges: the normalised sum)."""
     view = gate.fork(state)
     if prefetch:
-        gate.prefetch(view, list(cands))
+        gate.prefetch(view, list(cands), threads)
+        if threads > 1 and exact_scores:  # the exact cosines were computed up front, for every distinct candidate
+            assert len(view.base_cosines) == len({c.astype(np.float32).tobytes() for c in cands})
     gate.begin_step(view)
     out = []
     for c in cands:
@@ -191,8 +195,28 @@ def _route(gate: NoveltyGate, state: GateState, cands: np.ndarray, prefetch: boo
             gate.added(view, c)
         elif d.action == "update":
             gate.updated(view, d.nearest, unit(view.vector(d.nearest) + c))
-        out.append((d.action, d.nearest, round(d.score, 12), d.scorer))
+        out.append((d.action, d.nearest, d.score if exact_scores else round(d.score, 12), d.scorer))
     return out
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_exact_cosines_computed_on_several_threads_give_the_same_decisions(threads: int) -> None:
+    """NoveltyGate.prefetch with ``threads``: below ``approx_min_memories`` a plan's candidates are compared
+    with every committed fact on several threads at once; the scores are bit for bit those of one thread."""
+    dim = 64
+    vecs = _clustered(2000, dim, 1)
+    gate = NoveltyGate(GateConfig(scorer="exact"))
+    state = GateState(dim=dim)
+    view = gate.fork(state)
+    for v in vecs:
+        gate.added(view, v)
+    gate.commit(state, view, list(range(1, len(vecs) + 1)))
+    cands = np.concatenate([vecs[:10], unit(vecs[10:30] + 0.3 * _clustered(20, dim, 5)), _clustered(20, dim, 7)])
+    cands = np.concatenate([cands, cands[:5]])  # repeated candidates
+    one = _route(gate, state, cands, prefetch=False, exact_scores=True)
+    many = _route(gate, state, cands, prefetch=True, threads=threads, exact_scores=True)
+    assert many == one
+    assert all(s == "exact" for *_, s in many) and len({n for _, n, _, _ in many}) > 5
 
 
 def test_an_add_searches_the_committed_index_once_per_batch_with_the_same_decisions() -> None:
