@@ -22,6 +22,7 @@ generation and its row count, and a digest of its bytes).
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -175,6 +176,15 @@ def build_ann(idx: Any, cfg: Any) -> AnnIndex:
 
 _worker: ThreadPoolExecutor | None = None
 _worker_lock = threading.Lock()
+
+
+def _forget_worker() -> None:
+    """In a forked child: the parent's worker thread does not exist there; the next add starts a new one."""
+    global _worker, _worker_lock
+    _worker, _worker_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_worker)
 
 
 def in_background(fn: Any, *args: Any, **kwargs: Any) -> Future[Any]:

@@ -38,6 +38,17 @@ _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
 
 
+def _forget_pools() -> None:
+    """In a forked child: the parent's scan threads do not exist there (a task queued to their pool would
+    never run); the next scan starts new ones."""
+    global _POOLS_LOCK
+    _POOLS.clear()
+    _POOLS_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pools)
+
+
 def scan_threads(config: Any, n_sentences: int) -> int:
     """Threads for the dense scan of a scope of ``n_sentences`` under ``config`` (a :class:`sgmem.Config`).
 

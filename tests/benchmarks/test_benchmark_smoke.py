@@ -274,9 +274,7 @@ def test_write_path_reports_the_engine_cost_of_an_add_by_stage(
     assert built["sentences"] >= 300
 
 
-def test_host_probe_times_queries_by_scan_threads_and_adds_by_write_setting(
-    tmp_path: Path, locomo_file: Path
-) -> None:
+def test_host_probe_times_queries_by_scan_threads_and_adds_by_write_setting(tmp_path: Path, locomo_file: Path) -> None:
     from benchmarks import host_probe
 
     out = "\n".join(host_probe.run(200, str(locomo_file), tmp_path / "probe", queries=3, adds=2))
@@ -288,3 +286,18 @@ def test_host_probe_times_queries_by_scan_threads_and_adds_by_write_setting(
         "dense_scan_threads=1, knn_background=False",
     }, out
     assert all(int(us) > 0 for _, us in walls), out
+
+
+def test_ann_overlap_compares_the_approximate_index_with_the_exact_scan_on_real_vectors(
+    tmp_path: Path, locomo_file: Path, embedder: Any
+) -> None:
+    from benchmarks import ann_overlap
+
+    res = ann_overlap.run(120, tmp_path / "ann", str(locomo_file), queries=5, embedder=embedder)
+    assert res["sentences"] >= 120 and res["distinct_texts"] > 0
+    assert set(res["overlap"]) == {"vector", "hybrid"}
+    assert all(0.0 <= v <= 1.0 for v in res["overlap"].values())
+    assert {"flat_1t", "exact hybrid", "hnsw hybrid"} <= set(res["latency_ms"])
+    # the embeddings are cached: a second run embeds nothing new and reuses the store
+    again = ann_overlap.run(120, tmp_path / "ann", str(locomo_file), queries=5, embedder=embedder)
+    assert "build_s" not in again and again["sentences"] == res["sentences"]

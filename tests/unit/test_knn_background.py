@@ -164,3 +164,30 @@ def test_an_add_sends_its_new_texts_to_the_embedder_in_one_call(tmp_path: Path) 
     assert [len(c) for c in emb2.calls] == [32] * (res2.embedded // 32) + (
         [res2.embedded % 32] if res2.embedded % 32 else []
     )
+
+
+def _child(path: str) -> None:
+    with sgmem.Memory(path, embedder=HashEmbedder(dim=DIM), config=_config(True)) as mem:
+        for msgs in _sessions(3, seed=5):
+            mem.add(msgs, scope="u", thread="t")
+        assert mem.search("the cat and the tuna", scope="u", k=5)
+
+
+def test_a_forked_child_adds_and_searches_with_threads_of_its_own(tmp_path: Path) -> None:
+    """The worker thread and the scan pool are the parent's: a child forked after they started (a
+    pre-forking server, multiprocessing's fork start) must start its own, not queue work that never runs."""
+    import multiprocessing
+
+    from sgmem.retrieval.dense import scan_pool
+
+    with sgmem.Memory(tmp_path / "parent", embedder=HashEmbedder(dim=DIM), config=_config(True)) as mem:
+        mem.add(_sessions(1)[0], scope="u", thread="t")  # starts the write path's worker
+    scan_pool(2).submit(int).result()  # and the scan pool
+    proc = multiprocessing.get_context("fork").Process(target=_child, args=(str(tmp_path / "child"),))
+    proc.start()
+    proc.join(60)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+        pytest.fail("the forked child hung: it queued work to threads it does not have")
+    assert proc.exitcode == 0
