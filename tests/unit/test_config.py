@@ -69,6 +69,8 @@ def test_using_a_preset_does_not_mutate_it() -> None:
         {"chunk_level": "page"},
         {"chunk_score": "median"},
         {"rest_weight": -1.0},
+        {"knn_background": "yes"},
+        {"knn_background": 1},
     ],
 )
 def test_invalid_graph_config_raises_config_error(kwargs: dict[str, Any]) -> None:

@@ -81,10 +81,8 @@ def test_background_knn_stores_the_same_edges_and_builds_the_same_graph(tmp_path
     assert hits_bg == hits_in
 
 
-@contextlib.contextmanager
-def _fail_commit(mem: sgmem.Memory):  # type: ignore[no-untyped-def]
-    """The next write transaction fails after its body ran (as a commit hitting a full disk would)."""
-    orig = mem._store.write
+def _failing_write(orig: Any) -> Any:
+    """A write transaction that fails after its body ran (as a commit hitting a full disk would)."""
 
     @contextlib.contextmanager
     def write(*a: Any, **k: Any):  # type: ignore[no-untyped-def]
@@ -92,37 +90,26 @@ def _fail_commit(mem: sgmem.Memory):  # type: ignore[no-untyped-def]
             yield conn
             raise StoreError("simulated failure at commit")
 
-    mem._store.write = write  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        mem._store.write = orig  # type: ignore[method-assign]
+    return write
 
 
-@contextlib.contextmanager
-def _fail_in_apply(mem: sgmem.Memory):  # type: ignore[no-untyped-def]
-    """The add fails inside its transaction, after the sentences were inserted and the linking started."""
-    orig = mem._derived.apply
-
-    def boom(*a: Any, **k: Any) -> Any:
-        raise RuntimeError("simulated failure inside the transaction")
-
-    mem._derived.apply = boom  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        mem._derived.apply = orig  # type: ignore[method-assign]
+def _boom(*a: Any, **k: Any) -> Any:
+    """The derived memory's apply failing inside the transaction, after the sentences went in and the linking began."""
+    raise RuntimeError("simulated failure inside the transaction")
 
 
 @pytest.mark.parametrize("where", ["apply", "commit"])
-def test_a_failed_add_leaves_no_linked_rows_behind(tmp_path: Path, where: str) -> None:
+def test_a_failed_add_leaves_no_linked_rows_behind(tmp_path: Path, where: str, monkeypatch: Any) -> None:
     sessions = _sessions(8, seed=1)
     with sgmem.Memory(tmp_path / "m", embedder=HashEmbedder(dim=DIM), config=_config(True)) as mem:
         for msgs in sessions[:5]:
             mem.add(msgs, scope="u", thread="t")
         n_before = mem.stats().sentences
-        cm = _fail_commit(mem) if where == "commit" else _fail_in_apply(mem)
-        with cm, pytest.raises((StoreError, RuntimeError), match="simulated failure"):
+        with monkeypatch.context() as mp, pytest.raises((StoreError, RuntimeError), match="simulated failure"):
+            if where == "commit":
+                mp.setattr(mem._store, "write", _failing_write(mem._store.write))
+            else:
+                mp.setattr(mem._derived, "apply", _boom)
             mem.add(sessions[5], scope="u", thread="t")
         assert mem.stats().sentences == n_before
         # the index the next operations use holds exactly the stored rows, and keeps working
