@@ -57,7 +57,7 @@ class _Lookup:
 
 def _vectors(workdir: Path, texts: list[str], emb: Any) -> dict[str, np.ndarray]:
     """Every distinct text's MiniLM vector, embedded once (length-sorted) and cached in ``workdir``."""
-    uniq = sorted(set(texts), key=len)
+    uniq = sorted(set(texts), key=lambda t: (len(t), t))  # a total order: the cache key must not depend on hash seeds
     key = hashlib.blake2b("\n".join(uniq).encode(), digest_size=8).hexdigest()
     cache = workdir / f"minilm-{len(uniq)}-{key}.npy"
     if cache.exists():

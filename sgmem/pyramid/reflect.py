@@ -297,6 +297,45 @@ def _llm_round(
     return crit, suff, ans if isinstance(ans, str) else answer, shown, cost
 
 
+@dataclass
+class Prepared:
+    """The query side of :func:`reflective_search`, which needs no turn relevance: the selected
+    keywords Q and the pyramid built from their postings (:func:`prepare`)."""
+
+    out: Outcome
+    keywords: list[int]
+    levels: list[Any]
+    use_llm: bool
+
+
+def prepare(
+    kwi: KeywordIndex,
+    query: str,
+    q: np.ndarray,
+    allowed: np.ndarray | None,
+    cfg: PyramidConfig,
+    *,
+    embed: Callable[[list[str]], np.ndarray] | None = None,
+    llm: Any = None,
+    texts: Callable[[list[int]], list[str]] | None = None,
+) -> Prepared:
+    """Select the query's keywords and build the pyramid (§3.2–3.3): everything of
+    :func:`reflective_search` before the rounds. A hybrid query runs it while its dense scan runs."""
+    out = Outcome()
+    if not len(kwi):
+        out.stop = "no-keywords"
+        return Prepared(out, [], [], False)
+    use_llm = llm is not None and texts is not None
+    Q, out.selection = select_keywords(kwi, query, q, cfg, embed, llm if use_llm else None, out.usage, cfg.token_budget)
+    if use_llm:
+        out.tokens = out.usage.prompt_tokens + out.usage.calls * cfg.completion_reserve
+    out.query_keywords = [kwi.words[i] for i in Q]
+    if not Q:
+        out.stop = "no-keywords"
+        return Prepared(out, Q, [], use_llm)
+    return Prepared(out, Q, build_pyramid(kwi, Q, cfg.depth, allowed), use_llm)
+
+
 def reflective_search(
     kwi: KeywordIndex,
     query: str,
@@ -310,6 +349,7 @@ def reflective_search(
     embed: Callable[[list[str]], np.ndarray] | None = None,
     llm: Any = None,
     texts: Callable[[list[int]], list[str]] | None = None,
+    prepared: Prepared | None = None,
 ) -> Outcome:
     """Run MGRetrieval for one query over one scope.
 
@@ -324,20 +364,12 @@ def reflective_search(
         embed: embeds words (query words not in the vocabulary).
         llm: optional; keyword selection and the rounds then ask it.
         texts: ``"speaker: content"`` of turn rows (needed with an LLM).
+        prepared: :func:`prepare` of the same arguments, already run (used once: its outcome is returned).
     """
-    out = Outcome()
-    if not len(kwi):
-        out.stop = "no-keywords"
+    p = prepared if prepared is not None else prepare(kwi, query, q, allowed, cfg, embed=embed, llm=llm, texts=texts)
+    out, Q, levels, use_llm = p.out, p.keywords, p.levels, p.use_llm
+    if out.stop == "no-keywords":
         return out
-    use_llm = llm is not None and texts is not None
-    Q, out.selection = select_keywords(kwi, query, q, cfg, embed, llm if use_llm else None, out.usage, cfg.token_budget)
-    if use_llm:
-        out.tokens = out.usage.prompt_tokens + out.usage.calls * cfg.completion_reserve
-    out.query_keywords = [kwi.words[i] for i in Q]
-    if not Q:
-        out.stop = "no-keywords"
-        return out
-    levels = build_pyramid(kwi, Q, cfg.depth, allowed)
     top = levels[0].size if levels else 1
     out.top_level = top if levels else 0
     level_of = np.zeros(len(rel), dtype=np.int64)  # the most specific level holding each memory

@@ -20,10 +20,11 @@ from ..embed.base import Embedder, check_embeddings
 from ..retrieval.heap import release_free_heap
 from ..store.sqlite import SQLiteStore
 from .config import PyramidConfig
-from .reflect import Found, Outcome, reflective_search
+from .reflect import Found, Outcome, Prepared, reflective_search
+from .reflect import prepare as prepare_query
 from .vocabulary import KeywordIndex, KeywordPlan, load_keywords, plan_keywords
 
-__all__ = ["PyramidTools", "WordVectors", "channel", "ensure_keywords", "plan_add", "rank", "run"]
+__all__ = ["PyramidTools", "WordVectors", "channel", "ensure_keywords", "plan_add", "prepare", "rank", "run"]
 
 
 class WordVectors:
@@ -72,6 +73,27 @@ def ensure_keywords(store: SQLiteStore, idx: Any) -> KeywordIndex:
     return kwi
 
 
+def prepare(
+    idx: Any,
+    cfg: PyramidConfig,
+    query: str,
+    q: np.ndarray,
+    allowed: np.ndarray | None,
+    tools: PyramidTools | None,
+    texts: Callable[[list[int]], list[str]] | None,
+    use_llm: bool,
+) -> Prepared | None:
+    """The query side of :func:`run` (keywords and pyramid; no turn relevance needed), or None
+    when the scope's keywords are not loaded. Pass it to :func:`run` with the same arguments."""
+    kwi: KeywordIndex | None = getattr(idx, "keywords", None)
+    if kwi is None:
+        return None
+    tools = tools or PyramidTools()
+    return prepare_query(
+        kwi, query, q, allowed, cfg, embed=tools.embed, llm=tools.llm if use_llm else None, texts=texts
+    )
+
+
 def run(
     idx: Any,
     cfg: PyramidConfig,
@@ -82,8 +104,12 @@ def run(
     tools: PyramidTools | None,
     texts: Callable[[list[int]], list[str]] | None,
     use_llm: bool,
+    prepared: Prepared | None = None,
 ) -> Outcome:
-    """MGRetrieval over a scope index whose ``keywords`` are loaded (empty outcome otherwise)."""
+    """MGRetrieval over a scope index whose ``keywords`` are loaded (empty outcome otherwise).
+
+    ``prepared``: :func:`prepare` of the same arguments, already run (a hybrid query runs it during its scan).
+    """
     kwi: KeywordIndex | None = getattr(idx, "keywords", None)
     if kwi is None:
         return Outcome(stop="no-keywords")
@@ -100,6 +126,7 @@ def run(
         embed=tools.embed,
         llm=tools.llm if use_llm else None,
         texts=texts,
+        prepared=prepared,
     )
 
 

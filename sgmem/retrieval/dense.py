@@ -12,6 +12,7 @@ for those turns alone, never as an array over the scope.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Sequence
@@ -24,6 +25,7 @@ from .index import ScopeIndex, _faiss, _inner_products
 
 __all__ = [
     "Approx",
+    "ScanJob",
     "TurnDense",
     "ann_cosines",
     "relevance_of_rows",
@@ -89,25 +91,60 @@ def scan(idx: ScopeIndex, q: np.ndarray, threads: int = 1, reduce: bool = True) 
     inside it (``reduceat`` over whole runs gives the whole-array values); a
     run cut by a part boundary is reduced after the parts. FAISS and numpy
     release the GIL, so the parts run in parallel on a pool of threads; the
-    calling thread scans the first part itself. Returns ``(cos, seg)``,
+    calling thread scans parts too. Returns ``(cos, seg)``,
     ``seg`` = (run max, run sum) over ``idx.array("sent_starts")`` or None.
+    To do other work while the pool scans, see :class:`ScanJob`.
     """
-    n = idx.n_sentences
-    if not n:
-        return np.zeros(0, dtype=np.float32), None
-    faiss = _faiss()
-    vecs = idx.sentence_vectors()
-    qv = np.ascontiguousarray(q, dtype=np.float32).reshape(-1)
-    cos = np.empty(n, dtype=np.float32)
-    starts = idx.array("sent_starts")
-    seg = (np.empty(len(starts), dtype=np.float32), np.empty(len(starts), dtype=np.float64)) if reduce else None
-    cuts = np.linspace(0, n, max(threads, 1) + 1)[1:-1] // SCAN_ALIGN * SCAN_ALIGN
-    bounds = np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
+    return ScanJob(idx, q, threads, reduce).result()
 
-    def part(i: int) -> None:
-        lo, hi = int(bounds[i]), int(bounds[i + 1])
-        out, rows = faiss.swig_ptr(cos[lo:hi]), faiss.swig_ptr(vecs[lo:hi])
-        faiss.fvec_inner_products_ny(out, faiss.swig_ptr(qv), rows, idx.dim, hi - lo)
+
+class ScanJob:
+    """One query's :func:`scan`, started on the scan pool's threads at construction.
+
+    The calling thread may do other work (a hybrid query's lexical and
+    keyword channels, which do not need the cosines) and then :meth:`result`
+    joins it: the caller takes the parts no pool thread has claimed, then
+    waits for the others. With ``parts_per_thread`` > 1 the rows are cut
+    into more parts than threads, so a caller that arrives late still finds
+    parts to share. Any cut at multiples of :data:`SCAN_ALIGN` gives the same
+    values. With one thread nothing starts before :meth:`result`.
+    """
+
+    def __init__(
+        self, idx: ScopeIndex, q: np.ndarray, threads: int = 1, reduce: bool = True, parts_per_thread: int = 1
+    ) -> None:
+        self.idx = idx
+        n = self.n = idx.n_sentences
+        self.cos = np.empty(n, dtype=np.float32)
+        self.starts = idx.array("sent_starts") if n else np.zeros(0, dtype=np.int64)
+        self.seg = (
+            (np.empty(len(self.starts), dtype=np.float32), np.empty(len(self.starts), dtype=np.float64))
+            if reduce and n
+            else None
+        )
+        threads = max(threads, 1)
+        parts = threads * max(parts_per_thread, 1) if threads > 1 else 1
+        cuts = np.linspace(0, n, parts + 1)[1:-1] // SCAN_ALIGN * SCAN_ALIGN
+        self.bounds = np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
+        self._claim = itertools.count()  # the next unclaimed part (next() is atomic under the GIL)
+        self._futures = []
+        if n:
+            self._vecs = idx.sentence_vectors()
+            self._qv = np.ascontiguousarray(q, dtype=np.float32).reshape(-1)
+            if len(self.bounds) > 2:
+                pool = scan_pool(threads)
+                self._futures = [pool.submit(self._work) for _ in range(min(threads - 1, len(self.bounds) - 2))]
+
+    def _work(self) -> None:
+        while (i := next(self._claim)) < len(self.bounds) - 1:
+            self._part(i)
+
+    def _part(self, i: int) -> None:
+        faiss = _faiss()
+        cos, seg, starts, n = self.cos, self.seg, self.starts, self.n
+        lo, hi = int(self.bounds[i]), int(self.bounds[i + 1])
+        out, rows = faiss.swig_ptr(cos[lo:hi]), faiss.swig_ptr(self._vecs[lo:hi])
+        faiss.fvec_inner_products_ny(out, faiss.swig_ptr(self._qv), rows, self.idx.dim, hi - lo)
         if seg is not None:
             r0, r1 = np.searchsorted(starts, [lo, hi])  # runs starting in [lo, hi)
             if hi < n and r1 > r0 and (r1 == len(starts) or starts[r1] > hi):
@@ -118,21 +155,22 @@ def scan(idx: ScopeIndex, q: np.ndarray, threads: int = 1, reduce: bool = True) 
                 np.maximum.reduceat(cos[lo:end], local, out=seg[0][r0:r1])
                 np.add.reduceat(cos[lo:end], local, dtype=np.float64, out=seg[1][r0:r1])
 
-    if len(bounds) > 2:
-        futures = [scan_pool(threads).submit(part, i) for i in range(1, len(bounds) - 1)]
-        part(0)
-        for f in futures:
+    def result(self) -> tuple[np.ndarray, Any]:
+        """``(cos, seg)`` as :func:`scan` returns them; the calling thread scans what is left first."""
+        if not self.n:
+            return np.zeros(0, dtype=np.float32), None
+        self._work()
+        for f in self._futures:
             f.result()
+        cos, seg, starts, n = self.cos, self.seg, self.starts, self.n
         if seg is not None:
-            for b in bounds[1:-1].tolist():  # runs cut by a part boundary
+            for b in self.bounds[1:-1].tolist():  # runs cut by a part boundary
                 r = int(np.searchsorted(starts, b, side="right")) - 1
                 if starts[r] < b:
                     lo, hi = int(starts[r]), int(starts[r + 1]) if r + 1 < len(starts) else n
                     seg[0][r] = np.maximum.reduceat(cos[lo:hi], [0])[0]
                     seg[1][r] = np.add.reduceat(cos[lo:hi], [0], dtype=np.float64)[0]
-    else:
-        part(0)
-    return cos, seg
+        return cos, seg
 
 
 class TurnDense:

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..config import GraphConfig
 from .index import ScopeIndex
+from .topk import top_k
 
 __all__ = ["Expansion", "chunk_key", "expand", "hop_origins", "rank_chunks", "seed_partition", "turn_means"]
 
@@ -39,16 +40,20 @@ _TINY = 2e-9
 
 
 def seed_partition(cos: np.ndarray, n: int) -> np.ndarray | None:
-    """``np.argpartition(-sim, n - 1)[:n]`` for ``sim = float64(cos) + ε``, computed over ``cos``.
+    """The ``n`` best rows of ``sim = float64(cos) + ε`` (:func:`.topk.top_k`: best first, ties by row),
+    computed over ``cos``.
 
     The same rows in the same order: ``float64(c) + 1`` orders two float32
     cosines as they are ordered unless both are within 2e-9 of 0, where the
-    float64 sum can make them equal; None then (and when n covers every row).
-    Exact zeros (orthogonal vectors) are equal in both and keep the fast path.
+    float64 sum can make them equal. Such values can only matter when the
+    n-th best cosine is below 2e-9: None then (and when n covers every row).
     """
-    if n >= cos.size or ((np.abs(cos) < _TINY) & (cos != 0)).any():
+    if n >= cos.size:
         return None
-    return np.argpartition(-cos, n - 1)[:n]
+    top = top_k(cos, n)
+    if top.size < n or cos[top[-1]] < _TINY:
+        return None
+    return top
 
 
 def expand(
@@ -81,11 +86,10 @@ def expand(
     n = min(cfg.seeds, cand.size)
     found: np.ndarray | None = None
     if n >= cand.size:
-        found = np.arange(cand.size)
+        found = np.argsort(-cand, kind="stable")  # every row, best first, ties by row
     elif allowed is None:
         found = part if part is not None else seed_partition(cos, n) if cos is not None else None
-    top = found if found is not None else np.argpartition(-cand, n - 1)[:n]
-    top = top[np.argsort(-cand[top], kind="stable")]
+    top = found if found is not None else top_k(cand, n)  # best first, ties by row
     seeds = [int(r) for r in top if cand[r] >= cfg.gamma and np.isfinite(cand[r])]
     out.seeds = seeds
     queue: deque[int] = deque()

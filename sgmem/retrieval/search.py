@@ -23,13 +23,28 @@ from ..pyramid import retrieve as pyramid
 from ..text.dates import query_windows
 from ..text.lexical import analyze
 from . import speakers, units
-from .dense import Approx, TurnDense, ann_cosines, approx_from_rows, scan, scan_pool, scan_threads, turn_relevance
+from .dense import (
+    Approx,
+    ScanJob,
+    TurnDense,
+    ann_cosines,
+    approx_from_rows,
+    scan,
+    scan_pool,
+    scan_threads,
+    turn_relevance,
+)
 from .graph import EPSILON, chunk_rows, expand, hop_origins, rank_chunks, seed_partition, turn_means
 from .heap import release_free_heap
 from .index import ScopeIndex, idf
-from .server import server_candidates
+from .server import server_candidates, server_finds
+from .topk import top_k
 
 __all__ = ["Ranked", "Retriever", "turn_relevance"]
+
+#: [D] a hybrid query cuts its scan into this many parts per scan thread, so that the calling thread,
+#: which first computes the channels that need no cosines, still finds parts to scan when it joins
+SCAN_PARTS_PER_THREAD = 4
 
 
 @dataclass
@@ -43,16 +58,8 @@ class Ranked:
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k largest finite scores, best first (ties by row order)."""
-    finite = np.flatnonzero(np.isfinite(scores))
-    if finite.size == 0:
-        return finite
-    if finite.size > k:
-        vals = scores if finite.size == scores.size else scores[finite]  # all finite: no gather
-        part = np.argpartition(-vals, k - 1)[:k]
-        finite = finite[part]
-    order = np.lexsort((finite, -scores[finite]))
-    return finite[order]
+    """Indices of the k largest finite scores, best first, ties by row order (:func:`.topk.top_k`)."""
+    return top_k(scores, k, finite=True)
 
 
 class Retriever:
@@ -84,6 +91,13 @@ class Retriever:
             return TurnDense(idx, approx.cos), approx
         cos, seg = scan(idx, q, scan_threads(self.config, idx.n_sentences), reduce)
         return TurnDense(idx, cos, seg), None
+
+    def _scans_exactly(self, idx: ScopeIndex) -> bool:
+        """Whether :meth:`_dense_turns` scans every sentence (neither the server nor the HNSW index picks)."""
+        c = self.config
+        if c.dense_index == "hnsw" and idx.n_sentences >= c.dense_ann_min_sentences:
+            return False
+        return not server_finds(idx)
 
     @staticmethod
     def _graph_sim(idx: ScopeIndex, q: np.ndarray, sim: np.ndarray, approx: Approx | None, exp: Any) -> None:
@@ -439,18 +453,31 @@ class Retriever:
     ) -> list[Ranked]:
         h = self.config.hybrid
         n = idx.n_turns
-        terms = analyze(query)
-        s_lex, _ = self.lexical_scores(idx, terms, h.neighbour_weight, h.speaker_match)
-        lex_turns = (  # under the approximate index, lexical matches get their exact dense scores too
-            _top(np.where(s_lex > 0, s_lex, -np.inf), self.config.dense_ann_candidates)
-            if self.config.dense_index == "hnsw"
+        threads = scan_threads(self.config, idx.n_sentences)
+        # the exact scan starts on the scan pool now; the channels that need no cosines (lexical, the
+        # pyramid's keywords and levels) run here meanwhile, and the scan's result joins it after them
+        job = (
+            ScanJob(idx, q, threads, parts_per_thread=SCAN_PARTS_PER_THREAD)
+            if threads > 1 and self._scans_exactly(idx)
             else None
         )
-        d, approx = self._dense_turns(
-            idx, q, lex_turns
-        )  # one scan of the sentence vectors; every dense channel reduces it
-        cos = d.cos
-        threads = scan_threads(self.config, idx.n_sentences)
+        terms = analyze(query)
+        s_lex, _ = self.lexical_scores(idx, terms, h.neighbour_weight, h.speaker_match)
+        use_pyramid = h.w_pyramid > 0 and idx.keywords is not None
+        llm_pyr = self.config.pyramid.llm_in_hybrid
+        pyr_prep = (
+            pyramid.prepare(idx, self.config.pyramid, query, q, allowed, tools, texts, llm_pyr) if use_pyramid else None
+        )
+        if job is not None:
+            d, approx = TurnDense(idx, *job.result()), None
+        else:
+            lex_turns = (  # under the approximate index, lexical matches get their exact dense scores too
+                _top(np.where(s_lex > 0, s_lex, -np.inf), self.config.dense_ann_candidates)
+                if self.config.dense_index == "hnsw"
+                else None
+            )
+            d, approx = self._dense_turns(idx, q, lex_turns)  # one scan of the sentence vectors
+        cos = d.cos  # every dense channel reduces this one scan
         seeds = None  # the graph seeds' selection, on a scan thread while this one works on the other channels
         if h.w_graph > 0 and cos.size and allowed is None and threads > 1:
             seeds = scan_pool(threads).submit(seed_partition, cos, min(self.config.graph.seeds, cos.size))
@@ -461,17 +488,9 @@ class Retriever:
         # pyramid channel: MGRetrieval's critical memories, by rank and pyramid level
         s_pyr = np.zeros(n)
         pyr_out = None
-        if h.w_pyramid > 0 and idx.keywords is not None:
+        if use_pyramid:
             pyr_out = pyramid.run(
-                idx,
-                self.config.pyramid,
-                query,
-                q,
-                s_turn,
-                allowed,
-                tools,
-                texts,
-                use_llm=self.config.pyramid.llm_in_hybrid,
+                idx, self.config.pyramid, query, q, s_turn, allowed, tools, texts, use_llm=llm_pyr, prepared=pyr_prep
             )
             s_pyr = pyramid.channel(pyr_out, n, self.config.pyramid)
         # graph channel: SGMem seeds + h-hop expansion, mean sim of C* per turn, minus ε

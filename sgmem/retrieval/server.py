@@ -13,11 +13,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["gate_nearest", "server_candidates"]
+__all__ = ["gate_nearest", "server_candidates", "server_finds"]
 
 
 def _in_server(store: Any) -> bool:
     return getattr(store, "dense", "host") == "server"
+
+
+def server_finds(idx: Any) -> bool:
+    """Whether the server picks this scope's dense candidates (:func:`server_candidates` returns rows)."""
+    return _in_server(getattr(idx, "_store", None)) and idx.n_sentences > 0
 
 
 def server_candidates(idx: Any, q: np.ndarray, config: Any) -> np.ndarray | None:
@@ -31,9 +36,9 @@ def server_candidates(idx: Any, q: np.ndarray, config: Any) -> np.ndarray | None
     but the server no longer has (deleted meanwhile) is only scored when a
     candidate's turn or neighbour holds it.
     """
-    store: Any = getattr(idx, "_store", None)  # the store the index was built from (None: built elsewhere)
-    if not _in_server(store) or idx.n_sentences == 0:
+    if not server_finds(idx):
         return None
+    store: Any = idx._store  # the store the index was built from
     n_cand = min(int(config.dense_ann_candidates), idx.n_sentences)
     qv = np.ascontiguousarray(q, dtype=np.float32).reshape(-1)
     found = store.nearest(idx.scope_id, qv, n_cand, "sentences")
