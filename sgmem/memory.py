@@ -485,7 +485,7 @@ class Memory(RecordMethods, DeleteMethods, AsyncMethods):
         ranked, idx, q = self._ranked(query, scope, k, mode, threads, since, until, exclude_message_ids)
         if idx is None or q is None:
             return []
-        rel = self._relevance(idx, q, [r for rk in ranked for r in rk.rows])
+        rel = self._hit_relevance(idx, q, ranked)
         details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
         hits = []
         for rk in ranked:
@@ -520,6 +520,15 @@ class Memory(RecordMethods, DeleteMethods, AsyncMethods):
                 floor,
             )
         return hits
+
+    def _hit_relevance(self, idx: ScopeIndex, q: np.ndarray, ranked: list[Ranked]) -> dict[int, float]:
+        """:attr:`Hit.relevance` of every turn row of ``ranked``: the one a mode read off its own exact scan
+        (:attr:`Ranked.relevance`), else computed for those rows (:meth:`_relevance`)."""
+        known = {rk.rows[0]: rk.relevance for rk in ranked if rk.relevance is not None and len(rk.rows) == 1}
+        rest = [r for rk in ranked for r in rk.rows if r not in known]
+        if rest:
+            known.update(self._relevance(idx, q, rest))
+        return known
 
     def _relevance(self, idx: ScopeIndex, q: np.ndarray, rows: list[int]) -> dict[int, float]:
         """:attr:`Hit.relevance` of the turn ``rows`` for the query vector ``q`` (only theirs is computed)."""
@@ -602,7 +611,7 @@ class Memory(RecordMethods, DeleteMethods, AsyncMethods):
         ranked, idx, q = self._ranked(query, scope, k, mode, None, None, None, exclude_message_ids)
         if idx is None or q is None or not ranked:
             return "", []
-        rel = self._relevance(idx, q, [r for rk in ranked for r in rk.rows])
+        rel = self._hit_relevance(idx, q, ranked)
         rows: list[int] = []
         for rk in ranked:
             for r in rk.rows:

@@ -303,7 +303,11 @@ def evaluate(
                 if sweep is not None and q.category in (1, 2, 3, 4):
                     for t in sweep.grid:
                         _, ids = mem._context_with_ids(
-                            q.question, scope=conv.sample_id, budget_tokens=sweep.budget, mode=systems[0][1], min_score=t
+                            q.question,
+                            scope=conv.sample_id,
+                            budget_tokens=sweep.budget,
+                            mode=systems[0][1],
+                            min_score=t,
                         )
                         sweep.recall[conv.sample_id][t].append(len(ev & set(ids)) / len(ev))
             if sweep is not None:

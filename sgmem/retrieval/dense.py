@@ -224,19 +224,40 @@ class TurnDense:
         """``cos + plus`` in float64 (the graph channel's sim)."""
         return np.add(self.cos, plus, dtype=np.float64)
 
-    def best(self, rest_weight: float) -> np.ndarray:
-        """Best sentence cosine per turn plus ``rest_weight`` × mean of the others (−inf: no sentence)."""
+    def best(self, rest_weight: float, missing: float = -np.inf) -> np.ndarray:
+        """Best sentence cosine per turn plus ``rest_weight`` × mean of the others (``missing``: no sentence)."""
         if not self.turns.size:
-            return np.full(self.idx.n_turns, -np.inf, dtype=np.float64)
+            return np.full(self.idx.n_turns, missing, dtype=np.float64)
         seg_max, seg_sum = self._reduced()
         # the mean of the others: (sum − max) ÷ (count − 1); a one-sentence turn's is (x − x) ÷ 1 = 0
         div = self.idx.derived("runs_rest_div", lambda: np.maximum(self.counts - 1, 1).astype(np.float64))
         vals = seg_max + rest_weight * ((seg_sum - seg_max) / div)
         if self._all_turns():
             return vals
-        out = np.full(self.idx.n_turns, -np.inf, dtype=np.float64)
+        out = np.full(self.idx.n_turns, missing, dtype=np.float64)
         out[self.turns] = vals
         return out
+
+    def relevance(self, rows: Sequence[int]) -> list[float]:
+        """:func:`turn_relevance` of the turn ``rows``, from this scan's reductions (the very values:
+        the same whole scan, the same reductions; valid only when ``cos`` scored every sentence)."""
+        if not len(rows):
+            return []
+        r = np.asarray(rows, dtype=np.int64)
+        out = np.zeros(r.size, dtype=np.float64)
+        if not self.turns.size:
+            return out.tolist()
+        seg_max, seg_sum = self._reduced()
+        if self._all_turns():
+            run, has = r, np.ones(r.size, dtype=bool)
+        else:
+            run = np.minimum(np.searchsorted(self.turns, r), self.turns.size - 1)
+            has = self.turns[run] == r
+        norms = self.idx.turn_sum_norms()[r]
+        best = seg_max[run]
+        whole = np.divide(seg_sum[run], norms, out=np.zeros(r.size), where=norms > 0)
+        out[has] = np.clip((best + whole) / 2.0, 0.0, 1.0)[has]
+        return out.tolist()
 
     def whole(self) -> np.ndarray:
         """Whole-turn cosines, Σ sentence cosines ÷ ‖Σ sentence vectors‖ (0 for a turn without sentences)."""

@@ -55,6 +55,9 @@ class Ranked:
     rows: list[int]
     score: float
     why: dict[str, Any] = field(default_factory=dict)
+    #: :func:`.dense.turn_relevance` of a one-turn result, when the mode's exact scan gave it (else None:
+    #: the facade computes it for the hits)
+    relevance: float | None = None
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:
@@ -481,8 +484,7 @@ class Retriever:
         seeds = None  # the graph seeds' selection, on a scan thread while this one works on the other channels
         if h.w_graph > 0 and cos.size and allowed is None and threads > 1:
             seeds = scan_pool(threads).submit(seed_partition, cos, min(self.config.graph.seeds, cos.size))
-        s_sent = d.best(h.rest_weight)
-        s_sent = np.where(np.isfinite(s_sent), s_sent, 0.0)
+        s_sent = d.best(h.rest_weight, missing=0.0)
         s_turn = d.whole()
         prev, nxt = idx.array("prev_row"), idx.array("next_row")
         # pyramid channel: MGRetrieval's critical memories, by rank and pyramid level
@@ -496,14 +498,15 @@ class Retriever:
         # graph channel: SGMem seeds + h-hop expansion, mean sim of C* per turn, minus ε
         s_graph = np.zeros(n)
         exp = None
+        g_turns = np.zeros(0, dtype=np.int64)  # the turns the graph channel scores (0 elsewhere)
         if h.w_graph > 0 and cos.size:
             sim = d.sim(EPSILON)
             sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None else None
             part = seeds.result() if seeds is not None else None
             exp = expand(idx, sim, self.config.graph, sent_allowed, cos, part)
             self._graph_sim(idx, q, sim, approx, exp)
-            turns, means = turn_means(idx, sim, exp)
-            s_graph[turns] = means - EPSILON
+            g_turns, means = turn_means(idx, sim, exp)
+            s_graph[g_turns] = means - EPSILON
         # entity channel: turns mentioning an entity of a type the query names (LightGMEM, sgmem.entities)
         s_ent = np.zeros(n)
         ent_why: dict[int, dict[str, Any]] = {}
@@ -515,10 +518,19 @@ class Retriever:
             f"length_prior:{h.length_prior!r}",
             lambda: h.length_prior * np.log1p(idx.array("tokens").astype(np.float64)) / math.log1p(64),
         )
-        dense = h.w_sentence * s_sent + h.w_turn * s_turn
+        # dense + lexical + graph + pyramid + entity + prior, in that order; the graph and pyramid channels
+        # are 0 outside a few turns and x + 0 = x, so they are added where they are not 0 (the same sums)
+        total = h.w_sentence * s_sent
+        total += h.w_turn * s_turn
         if h.neighbour_dense:
-            dense = dense + h.neighbour_dense * _neighbour_max(s_sent, prev, nxt, 0.0, idx)
-        total = dense + h.w_lexical * s_lex + h.w_graph * s_graph + h.w_pyramid * s_pyr + h.w_entity * s_ent + prior
+            total += h.neighbour_dense * _neighbour_max(s_sent, prev, nxt, 0.0, idx)
+        total += h.w_lexical * s_lex
+        total[g_turns] += h.w_graph * s_graph[g_turns]
+        p_turns = np.flatnonzero(s_pyr) if pyr_out is not None else g_turns[:0]
+        total[p_turns] += h.w_pyramid * s_pyr[p_turns]
+        if h.w_entity > 0 and entities is not None:
+            total += h.w_entity * s_ent
+        total += prior
         date_bonus: np.ndarray | None = None
         windows = query_windows(query, h.date_slack_days) if (h.date_day_bonus or h.date_month_bonus) else []
         if windows:
@@ -542,8 +554,9 @@ class Retriever:
         want = [s for s in srows if s >= 0] + [o for hop, o in hops.values() if hop]
         text_of = dict(zip(want, idx.sent_text.many(want), strict=True))
         qset = set(terms)
+        rel = d.relevance(top) if approx is None else [None] * len(top)  # (partly scored turns: the facade's)
         out = []
-        for r, s in zip(top, srows, strict=True):
+        for r, s, r_rel in zip(top, srows, rel, strict=True):
             why: dict[str, Any] = {
                 "mode": "hybrid",
                 "channels": {
@@ -567,7 +580,7 @@ class Retriever:
             if r in hops:
                 hop, origin = hops[r]
                 why["graph"] = {"hop": hop, **({"via_seed": text_of[origin]} if hop else {})}
-            out.append(Ranked("turn", [r], float(total[r]), why))
+            out.append(Ranked("turn", [r], float(total[r]), why, r_rel))
         return out
 
 

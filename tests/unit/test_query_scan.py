@@ -192,3 +192,26 @@ def test_pyramid_ranks_unread_memories_and_its_fallback_as_the_full_sorts(memory
     vals[rng.random(300) < 0.1] = -np.inf
     for m in (1, 5, 40, 299, 300, 400):
         np.testing.assert_array_equal(_best_first(vals, m), np.argsort(-vals, kind="stable")[:m])
+
+
+def test_hybrid_hits_take_their_relevance_from_the_scan(memory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    mem = memory
+    idx = mem._index(mem._store.require_scope("a"))
+    ext = idx.array("ext_ids")
+
+    def no_recompute(*a):  # type: ignore[no-untyped-def]
+        raise AssertionError("the hybrid's exact scan already gave the hits' relevance")
+
+    monkeypatch.setattr(mem, "_relevance", no_recompute)
+    for runs_are_turns in (True, False):  # False: the run of each hit's turn is looked up
+        monkeypatch.setattr(dense.TurnDense, "_all_turns", lambda self, v=runs_are_turns: v)
+        for query in QUERIES:
+            want = dense.turn_relevance(idx, mem.embedder.embed([query])[0])
+            hits = mem.search(query, scope="a", k=12, mode="hybrid")
+            assert hits
+            for h in hits:
+                (row,) = np.flatnonzero(ext == h.message_ids[0])
+                assert h.relevance == want[row]
+    # a mode without the scan's reductions still computes them for its hits
+    monkeypatch.undo()
+    assert mem.search(QUERIES[0], scope="a", k=5, mode="bm25")

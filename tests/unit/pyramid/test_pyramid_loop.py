@@ -169,3 +169,17 @@ def test_llm_prompts_plus_reserve_never_exceed_the_budget(budget: int) -> None:
     sent = sum(count_tokens(p) for _, p in llm.prompts)
     assert sent + cfg.completion_reserve * len(llm.prompts) <= budget
     assert out.tokens <= budget
+
+
+def test_intersections_of_short_and_long_postings_are_exact() -> None:
+    from sgmem.pyramid.pyramid import _intersect
+
+    rng = np.random.default_rng(11)
+    for small_n, large_n in [(3, 5_000), (40, 20_000), (200, 400), (0, 100), (5, 0), (1, 1)]:
+        large = np.unique(rng.integers(0, 30_000, large_n))
+        small = np.unique(
+            np.concatenate([rng.choice(large, min(small_n, large.size) // 2), rng.integers(0, 30_000, small_n)])
+        )[:small_n]
+        np.testing.assert_array_equal(_intersect(small, large), np.intersect1d(small, large, assume_unique=True))
+    # past the end of the long list, and before its start
+    np.testing.assert_array_equal(_intersect(np.array([0, 7, 99_999]), np.arange(1, 2_000)), [7])
