@@ -318,13 +318,28 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 ]
                 for mode in modes:  # load every channel's index once, as a long-lived app would
                     mem.search("warm up", scope=SCOPE, k=10, mode=mode)
+                # the approximate dense index (Config.dense_index="hnsw") on the same store, in a second Memory
+                ann_modes = ("hybrid", "vector") if args.ann else ()
+                ann = (
+                    sgmem.Memory(
+                        tmp / "store",
+                        embedder=timed,
+                        config=sgmem.Config(dense_index="hnsw", dense_ann_min_sentences=0),
+                    )
+                    if ann_modes
+                    else None
+                )
+                for mode in ann_modes:
+                    ann.search("warm up", scope=SCOPE, k=10, mode=mode)  # type: ignore[union-attr]
+                hits: dict[str, list[set[tuple[str, ...]]]] = {}
                 idx = next(iter(mem._indexes.values()))
                 vecs = np.ascontiguousarray(idx.sentence_vectors(), dtype=np.float32)
                 flat = faiss.IndexFlatIP(vecs.shape[1])
                 flat.add(vecs)
                 omp = faiss.omp_get_max_threads()
-                lat: dict[str, list[float]] = {s: [] for s in ("flat_omp", "flat_1t", "embed", *modes)}
-                engine: dict[str, list[float]] = {m: [] for m in modes}
+                shown = [*modes, *(f"{m} (hnsw)" for m in ann_modes)]
+                lat: dict[str, list[float]] = {s: [] for s in ("flat_omp", "flat_1t", "embed", *shown)}
+                engine: dict[str, list[float]] = {m: [] for m in shown}
                 # pass 1: the query embedding alone and with FAISS flat on one thread; pass 2: sgmem, every mode
                 # round robin per question; pass 3: FAISS flat on all OpenMP threads, on its own (its idle
                 # workers spin after each search and would slow whatever is timed next)
@@ -340,13 +355,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     lat["flat_1t"].append((time.perf_counter() - t) * 1e3)
                 faiss.omp_set_num_threads(omp)
                 for q in qs:
-                    for mode in modes:
+                    for name in shown:
+                        mode, m = (name[: -len(" (hnsw)")], ann) if name.endswith(" (hnsw)") else (name, mem)
                         e0 = timed.seconds
                         t = time.perf_counter()
-                        mem.search(q, scope=SCOPE, k=10, mode=mode)
+                        found = m.search(q, scope=SCOPE, k=10, mode=mode)  # type: ignore[union-attr]
                         dt = time.perf_counter() - t
-                        lat[mode].append(dt * 1e3)
-                        engine[mode].append((dt - (timed.seconds - e0)) * 1e3)
+                        lat[name].append(dt * 1e3)
+                        engine[name].append((dt - (timed.seconds - e0)) * 1e3)
+                        hits.setdefault(name, []).append({tuple(h.message_ids) for h in found})
+                if ann is not None:
+                    ann.close()
                 for q in qs:
                     t = time.perf_counter()
                     flat.search(emb.embed([q]), 10)
@@ -360,7 +379,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     "baseline_p95": _pct(lat[best], 0.95),
                     "embed_p50": _pct(lat["embed"], 0.5),
                 }
-                for mode in modes:
+                for mode in shown:
                     q_out[mode] = {
                         "p50": _pct(lat[mode], 0.5),
                         "p95": _pct(lat[mode], 0.95),
@@ -371,6 +390,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                             a / b for a, b in zip(lat[mode], lat[best], strict=True)
                         ),
                     }
+                    if mode.endswith(" (hnsw)"):  # the share of the exact top-10 the approximate search returns
+                        pairs = [(w, g) for w, g in zip(hits[mode[: -len(" (hnsw)")]], hits[mode], strict=True) if w]
+                        q_out[mode]["overlap"] = (
+                            statistics.fmean(len(w & g) / len(w) for w, g in pairs) if pairs else None
+                        )
                 out["query"] = q_out
                 _log(f"query: {q_out}")
 
@@ -462,12 +486,21 @@ def render(r: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|",
         f"| baseline | {q['baseline_p50']:.2f} | {q['baseline_p95']:.2f} | 1.00× | 1.00× | | |",
     ]
+    overlaps = []
     for mode, v in q.items():
         if isinstance(v, dict):
             lines.append(
                 f"| {mode} | {v['p50']:.2f} | {v['p95']:.2f} | **{v['ratio_p50']:.2f}×** | {v['ratio_p95']:.2f}× | "
                 f"{v.get('ratio_per_query_median', float('nan')):.2f}× | {v['engine_p50']:.2f} |"
             )
+            if v.get("overlap") is not None:
+                overlaps.append(f"{mode} {v['overlap']:.3f}")
+    if overlaps:
+        lines += [
+            "",
+            '(hnsw): `Config(dense_index="hnsw", dense_ann_min_sentences=0)` on the same store; top-10 overlap '
+            "with the exact search of the same mode: " + ", ".join(overlaps) + ".",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -496,6 +529,12 @@ def main(argv: list[str] | None = None) -> int:
         "--knn-inline",
         action="store_true",
         help="GraphConfig(knn_background=False): the kNN search and HNSW insertion on the adding thread",
+    )
+    r.add_argument(
+        "--no-ann",
+        dest="ann",
+        action="store_false",
+        help="skip the hybrid and vector queries with the approximate dense index (Config.dense_index='hnsw')",
     )
     r.add_argument("--device", default="cuda")
     r.add_argument("--batch", type=int, default=256, help="embedder batch size")
