@@ -592,8 +592,14 @@ def _neighbour_max(
     n = len(values)
     at_prev = idx.derived("chain_prev", lambda: np.where(prev >= 0, prev, n).astype(np.intp))
     at_next = idx.derived("chain_next", lambda: np.where(nxt >= 0, nxt, n).astype(np.intp))
-    ext = np.append(np.where(np.isfinite(values), values, missing), missing)
-    return np.maximum(ext[at_prev], ext[at_next])
+    ext = np.empty(n + 1, dtype=np.result_type(values.dtype, np.float32))
+    ext[:n] = values
+    ext[n] = missing
+    bad = ~np.isfinite(ext[:n])
+    if bad.any():
+        ext[:n][bad] = missing
+    out = ext[at_prev]
+    return np.maximum(out, ext[at_next], out=out)
 
 
 def _group_max(idx: ScopeIndex, values: np.ndarray, codes: str) -> np.ndarray:
@@ -604,10 +610,17 @@ def _group_max(idx: ScopeIndex, values: np.ndarray, codes: str) -> np.ndarray:
     # the turns sorted by group (cached until the index changes): a segment max instead of ufunc.at
     order = idx.derived(f"order:{codes}", lambda: np.argsort(groups, kind="stable"))
     starts = idx.derived(f"starts:{codes}", lambda: np.flatnonzero(np.r_[True, np.diff(groups[order]) != 0]))
+    # each turn's group, numbered as the segments are (cached): one gather spreads the maxima back
+    seg_of = idx.derived(f"segment:{codes}", lambda: _segment_of(order, starts))
     best = np.maximum.reduceat(values[order], starts)
-    best = np.where(np.isfinite(best), best, 0.0)
-    out = np.empty_like(best, shape=values.shape)
-    out[order] = np.repeat(best, np.diff(np.append(starts, values.size)))
+    best[~np.isfinite(best)] = 0.0
+    return best[seg_of]
+
+
+def _segment_of(order: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """For each row, the number of its segment in ``order`` cut at ``starts``."""
+    out = np.empty(order.size, dtype=np.intp)
+    out[order] = np.repeat(np.arange(starts.size), np.diff(np.append(starts, order.size)))
     return out
 
 
