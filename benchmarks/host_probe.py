@@ -83,9 +83,9 @@ def run(size: int, data: str, workdir: Path, queries: int, adds: int) -> list[st
 
         # the hybrid's scan on the pool while its lexical and keyword channels run (the default, cut into
         # SCAN_PARTS_PER_THREAD parts per thread), cut into one part per thread, and not overlapped at all
-        wide = max(threads)
+        wide = dense.scan_threads(sgmem.Config(dense_scan_min_sentences=0), 1)  # the default thread count
         default_parts = search_mod.SCAN_PARTS_PER_THREAD
-        variants = {"": (default_parts, True), ", 1 part each": (1, True), ", not overlapped": (default_parts, False)}
+        variants = {"": (default_parts, True), ", 4 parts each": (4, True), ", not overlapped": (default_parts, False)}
 
         flat_pass(1)
         faiss.omp_set_num_threads(omp)

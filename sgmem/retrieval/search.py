@@ -42,9 +42,12 @@ from .topk import top_k
 
 __all__ = ["Ranked", "Retriever", "turn_relevance"]
 
-#: [D] a hybrid query cuts its scan into this many parts per scan thread, so that the calling thread,
-#: which first computes the channels that need no cosines, still finds parts to scan when it joins
-SCAN_PARTS_PER_THREAD = 4
+#: [D] a hybrid query cuts its scan into this many parts per scan thread. A pool thread that finishes its
+#: part takes the next unclaimed one, so the part left for the calling thread (which first computes the
+#: channels that need no cosines) is scanned by whichever thread is free first. More parts let the caller
+#: share the work when it joins, but every part takes the GIL a few times: on a 16-core host, 4 parts per
+#: thread made the hybrid slower than no overlap at all (benchmarks/RESULTS.md, host probe)
+SCAN_PARTS_PER_THREAD = 1
 
 
 @dataclass
