@@ -9,7 +9,10 @@ built from LoCoMo dev sessions (speakers renamed per pass, as in
 * query latency (the stand-in's query vectors are precomputed: engine only)
   of ``vector`` and ``hybrid`` with ``Config.dense_scan_threads`` 1, 4, 8, 16
   (those the host has), against FAISS ``IndexFlatIP`` top-10 over the same
-  vectors on one OpenMP thread and on all (each in a pass of its own);
+  vectors on one OpenMP thread and on all (each in a pass of its own); at
+  the default thread count also the hybrid with its scan cut into 4 parts
+  per thread, and with the scan not overlapped with the lexical and keyword
+  channels (``SCAN_PARTS_PER_THREAD``, :class:`sgmem.retrieval.dense.ScanJob`);
 * the dense scan alone (:func:`sgmem.retrieval.dense.scan`) per thread count;
 * the engine wall time of 29 adds of the next sessions (after one untimed
   add that loads the scope's state) on a copy of the scope, for the default
