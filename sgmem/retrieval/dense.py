@@ -127,6 +127,7 @@ class ScanJob:
         cuts = np.linspace(0, n, parts + 1)[1:-1] // SCAN_ALIGN * SCAN_ALIGN
         self.bounds = np.unique(np.concatenate([[0], cuts, [n]])).astype(np.int64)
         self._claim = itertools.count()  # the next unclaimed part (next() is atomic under the GIL)
+        self._cancelled = False
         self._futures = []
         if n:
             self._vecs = idx.sentence_vectors()
@@ -136,8 +137,18 @@ class ScanJob:
                 self._futures = [pool.submit(self._work) for _ in range(min(threads - 1, len(self.bounds) - 2))]
 
     def _work(self) -> None:
-        while (i := next(self._claim)) < len(self.bounds) - 1:
+        while not self._cancelled and (i := next(self._claim)) < len(self.bounds) - 1:
             self._part(i)
+
+    def cancel(self) -> None:
+        """Stop claiming parts and wait for those being scanned: the caller failed before :meth:`result`.
+
+        The parts read the scope's vector storage in place (a view valid until the next append), so
+        no part may still run once the caller lets an add go ahead (it releases the Memory's lock).
+        """
+        self._cancelled = True
+        for f in self._futures:
+            f.exception()  # waits; a part's own error is of no interest once the query has failed
 
     def _part(self, i: int) -> None:
         faiss = _faiss()
@@ -159,7 +170,11 @@ class ScanJob:
         """``(cos, seg)`` as :func:`scan` returns them; the calling thread scans what is left first."""
         if not self.n:
             return np.zeros(0, dtype=np.float32), None
-        self._work()
+        try:
+            self._work()
+        except BaseException:
+            self.cancel()  # no part may outlive the call (see cancel)
+            raise
         for f in self._futures:
             f.result()
         cos, seg, starts, n = self.cos, self.seg, self.starts, self.n

@@ -467,13 +467,20 @@ class Retriever:
             if threads > 1 and self._scans_exactly(idx)
             else None
         )
-        terms = analyze(query)
-        s_lex, _ = self.lexical_scores(idx, terms, h.neighbour_weight, h.speaker_match)
         use_pyramid = h.w_pyramid > 0 and idx.keywords is not None
         llm_pyr = self.config.pyramid.llm_in_hybrid
-        pyr_prep = (
-            pyramid.prepare(idx, self.config.pyramid, query, q, allowed, tools, texts, llm_pyr) if use_pyramid else None
-        )
+        try:
+            terms = analyze(query)
+            s_lex, _ = self.lexical_scores(idx, terms, h.neighbour_weight, h.speaker_match)
+            pyr_prep = (
+                pyramid.prepare(idx, self.config.pyramid, query, q, allowed, tools, texts, llm_pyr)
+                if use_pyramid
+                else None
+            )
+        except BaseException:
+            if job is not None:  # (an LLM's error in the keyword selection, an interrupt): no scan outlives the query
+                job.cancel()
+            raise
         if job is not None:
             d, approx = TurnDense(idx, *job.result()), None
         else:

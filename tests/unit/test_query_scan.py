@@ -215,3 +215,33 @@ def test_hybrid_hits_take_their_relevance_from_the_scan(memory, monkeypatch) -> 
     # a mode without the scan's reductions still computes them for its hits
     monkeypatch.undo()
     assert mem.search(QUERIES[0], scope="a", k=5, mode="bm25")
+
+
+def test_a_failed_hybrid_query_leaves_no_part_of_its_scan_running(memory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # the parts read the vector storage in place: one still running after the query failed (and released the
+    # Memory's lock) could read storage that the next add reallocates
+    three = dataclasses.replace(memory.config, dense_scan_threads=3, dense_scan_min_sentences=0)
+    monkeypatch.setattr(memory._retriever, "config", three)
+    jobs = []
+    init, part = dense.ScanJob.__init__, dense.ScanJob._part
+
+    def recording(self, *a, **kw):  # type: ignore[no-untyped-def]
+        init(self, *a, **kw)
+        jobs.append(self)
+
+    def slow(self, i):  # type: ignore[no-untyped-def]
+        time.sleep(0.05)
+        part(self, i)
+
+    def down(*a, **kw):  # type: ignore[no-untyped-def]
+        raise RuntimeError("the LLM is down")
+
+    monkeypatch.setattr(dense.ScanJob, "__init__", recording)
+    monkeypatch.setattr(dense.ScanJob, "_part", slow)
+    monkeypatch.setattr(pyramid, "prepare", down)  # the keyword selection fails while the scan runs
+    with pytest.raises(RuntimeError, match="LLM is down"):
+        memory.search(QUERIES[0], scope="a", k=5, mode="hybrid")
+    assert len(jobs) == 1 and jobs[0]._futures
+    assert all(f.done() for f in jobs[0]._futures)
+    monkeypatch.undo()
+    assert memory.search(QUERIES[0], scope="a", k=5, mode="hybrid")  # the pool serves the next query
