@@ -245,3 +245,18 @@ def test_a_failed_hybrid_query_leaves_no_part_of_its_scan_running(memory, monkey
     assert all(f.done() for f in jobs[0]._futures)
     monkeypatch.undo()
     assert memory.search(QUERIES[0], scope="a", k=5, mode="hybrid")  # the pool serves the next query
+
+
+def test_turn_means_are_the_turn_level_chunk_scores(memory) -> None:  # type: ignore[no-untyped-def]
+    from sgmem.retrieval.graph import rank_chunks, turn_means
+
+    mem = memory
+    idx = mem._index(mem._store.require_scope("a"))
+    g = dataclasses.replace(mem.config.graph, hops=2)
+    for query in QUERIES:
+        cos = idx.sentence_cosines(mem.embedder.embed([query])[0])
+        sim = cos.astype(np.float64) + EPSILON
+        exp = expand(idx, sim, g, None, cos)
+        turns, means = turn_means(idx, sim, exp)
+        want = {int(key): score for key, score, _ in rank_chunks(idx, sim, exp, "turn", "mean", 0.0)}
+        assert len(want) > 5 and dict(zip(turns.tolist(), means.tolist(), strict=True)) == want
