@@ -49,8 +49,6 @@ __all__ = ["Ranked", "Retriever", "turn_relevance"]
 #: thread made the hybrid slower than no overlap at all (benchmarks/RESULTS.md, host probe)
 SCAN_PARTS_PER_THREAD = 1
 
-_SELECT = object()  # (graph_channel: select the seeds there)
-
 
 @dataclass
 class Ranked:
@@ -493,20 +491,9 @@ class Retriever:
             )
             d, approx = self._dense_turns(idx, q, lex_turns)  # one scan of the sentence vectors
         cos = d.cos  # every dense channel reduces this one scan
-        g = self.config.graph
-
-        def graph_channel(sent_allowed: np.ndarray | None, part: Any) -> tuple[Any, np.ndarray, np.ndarray]:
-            """SGMem: seeds + h-hop expansion C*, and the mean sim of C* per turn it touches."""
-            sim = d.sim(EPSILON)
-            if part is _SELECT:
-                part = seed_partition(cos, min(g.seeds, cos.size))
-            exp = expand(idx, sim, g, sent_allowed, cos, part)
-            self._graph_sim(idx, q, sim, approx, exp)
-            return (exp, *turn_means(idx, sim, exp))
-
-        graph_job = None  # the whole graph channel on a scan thread while this one works on the others
-        if h.w_graph > 0 and cos.size and allowed is None and approx is None and threads > 1:
-            graph_job = scan_pool(threads).submit(graph_channel, None, _SELECT)
+        seeds = None  # the graph seeds' selection, on a scan thread while this one works on the other channels
+        if h.w_graph > 0 and cos.size and allowed is None and threads > 1:
+            seeds = scan_pool(threads).submit(seed_partition, cos, min(self.config.graph.seeds, cos.size))
         s_sent = d.best(h.rest_weight, missing=0.0)
         s_turn = d.whole()
         prev, nxt = idx.array("prev_row"), idx.array("next_row")
@@ -514,34 +501,21 @@ class Retriever:
         s_pyr = np.zeros(n)
         pyr_out = None
         if use_pyramid:
-            try:
-                pyr_out = pyramid.run(
-                    idx,
-                    self.config.pyramid,
-                    query,
-                    q,
-                    s_turn,
-                    allowed,
-                    tools,
-                    texts,
-                    use_llm=llm_pyr,
-                    prepared=pyr_prep,
-                )
-            except BaseException:  # (an LLM's error in a round): the graph channel's thread is done before it returns
-                if graph_job is not None:
-                    graph_job.exception()
-                raise
+            pyr_out = pyramid.run(
+                idx, self.config.pyramid, query, q, s_turn, allowed, tools, texts, use_llm=llm_pyr, prepared=pyr_prep
+            )
             s_pyr = pyramid.channel(pyr_out, n, self.config.pyramid)
         # graph channel: SGMem seeds + h-hop expansion, mean sim of C* per turn, minus ε
         s_graph = np.zeros(n)
         exp = None
         g_turns = np.zeros(0, dtype=np.int64)  # the turns the graph channel scores (0 elsewhere)
-        if graph_job is not None:
-            exp, g_turns, means = graph_job.result()
-            s_graph[g_turns] = means - EPSILON
-        elif h.w_graph > 0 and cos.size:
+        if h.w_graph > 0 and cos.size:
+            sim = d.sim(EPSILON)
             sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None else None
-            exp, g_turns, means = graph_channel(sent_allowed, None)
+            part = seeds.result() if seeds is not None else None
+            exp = expand(idx, sim, self.config.graph, sent_allowed, cos, part)
+            self._graph_sim(idx, q, sim, approx, exp)
+            g_turns, means = turn_means(idx, sim, exp)
             s_graph[g_turns] = means - EPSILON
         # entity channel: turns mentioning an entity of a type the query names (LightGMEM, sgmem.entities)
         s_ent = np.zeros(n)
