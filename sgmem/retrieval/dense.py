@@ -271,7 +271,7 @@ class TurnDense:
         norms = self.idx.turn_sum_norms()[r]
         best = seg_max[run]
         whole = np.divide(seg_sum[run], norms, out=np.zeros(r.size), where=norms > 0)
-        out[has] = np.clip((best + whole) / 2.0, 0.0, 1.0)[has]
+        out[has] = _relevance(best, whole)[has]
         return out.tolist()
 
     def whole(self) -> np.ndarray:
@@ -410,7 +410,7 @@ def relevance_of_rows(idx: ScopeIndex, q: np.ndarray, rows: Sequence[int]) -> di
     seg_sum = np.add.reduceat(cos, starts)
     norms = idx.turn_sum_norms()[want[has]]
     whole = np.divide(seg_sum, norms, out=np.zeros_like(seg_sum), where=norms > 0)
-    vals = np.clip((seg_max + whole) / 2.0, 0.0, 1.0)
+    vals = _relevance(seg_max, whole)
     for r, v in zip(want[has].tolist(), vals.tolist(), strict=True):
         out[r] = v
     return out
@@ -428,6 +428,12 @@ class _Rows:
 
     def get_xb(self) -> object:
         return self._ptr
+
+
+def _relevance(best: np.ndarray, whole: np.ndarray) -> np.ndarray:
+    """[D] :func:`turn_relevance` from a turn's best-sentence and whole-turn cosines (the one formula of its
+    three callers: every turn, the hits' rows alone, a hybrid query's own scan)."""
+    return np.clip((best + whole) / 2.0, 0.0, 1.0)
 
 
 def turn_relevance(idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
@@ -449,4 +455,4 @@ def turn_relevance(idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
     d = TurnDense(idx, idx.sentence_cosines(q))
     best = d.best(0.0)
     best = np.where(np.isfinite(best), best, 0.0)
-    return np.clip((best + d.whole()) / 2.0, 0.0, 1.0)
+    return _relevance(best, d.whole())

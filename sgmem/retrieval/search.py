@@ -536,7 +536,7 @@ class Retriever:
             total += h.neighbour_dense * _neighbour_max(s_sent, prev, nxt, 0.0, idx)
         total += h.w_lexical * s_lex
         total[g_turns] += h.w_graph * s_graph[g_turns]
-        p_turns = np.flatnonzero(s_pyr) if pyr_out is not None else g_turns[:0]
+        p_turns = np.flatnonzero(s_pyr) if pyr_out is not None else np.zeros(0, dtype=np.intp)
         total[p_turns] += h.w_pyramid * s_pyr[p_turns]
         if h.w_entity > 0 and entities is not None:
             total += h.w_entity * s_ent
