@@ -12,9 +12,12 @@ one budget, ``Config.cache_bytes``; entries estimate their own size with
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["ByteLRU", "CacheView"]
@@ -102,26 +105,88 @@ def _group(key: Hashable) -> Hashable:
     return key[1] if isinstance(key, tuple) and len(key) == 2 else key
 
 
+@dataclass
+class _Pending:
+    scope_id: int
+    value: Any
+    work: Future[Any]
+    check: Callable[[Any], bool]
+    pid: int
+
+
 class CacheView:
-    """The entries of one kind (``"index"``, ``"derived"``) of a shared :class:`ByteLRU`, keyed by scope id."""
+    """The entries of one kind (``"index"``, ``"derived"``) of a shared :class:`ByteLRU`, keyed by scope id.
+
+    One entry at a time may be *pending* (:meth:`defer`): a value that a
+    background step is still writing into (an add's HNSW insertion, which
+    appends to the index's vector storage). Every access through the view
+    first settles it — waits for the step, then caches the value, or drops
+    the scope's entry if the step failed — so no reader ever sees a value
+    while it is being written, and the step's time overlaps whatever the
+    caller does before its next access (the next add's segmenting and
+    embedding).
+    """
 
     def __init__(self, lru: ByteLRU, kind: str) -> None:
         self.lru = lru
         self.kind = kind
+        self._pending: _Pending | None = None
+        self._settling = threading.Lock()
+
+    def defer(self, scope_id: int, value: Any, work: Future[Any], check: Callable[[Any], bool]) -> None:
+        """Cache ``value`` for ``scope_id`` once ``work`` is done and ``check(value)`` holds (else drop it).
+
+        Until then the view holds it back: the next :meth:`get`, :meth:`put`,
+        :meth:`pop`, :meth:`values` or :meth:`settle` waits for ``work``
+        first. A process forked before ``work`` finished never waits for it
+        (the thread doing it is not in the child): the child drops the entry.
+        """
+        self.settle()
+        with self._settling:
+            self._pending = _Pending(scope_id, value, work, check, os.getpid())
+
+    def settle(self) -> None:
+        """Finish the pending entry, if any (see :meth:`defer`)."""
+        with self._settling:
+            p = self._pending
+            if p is None:
+                return
+            key = (self.kind, p.scope_id)
+            try:
+                ok = p.pid == os.getpid()
+                if ok:
+                    try:
+                        p.work.result()
+                        ok = bool(p.check(p.value))
+                    except Exception:  # noqa: BLE001 - the value is a cache: rebuilt from the store at the next use
+                        ok = False
+            except BaseException:  # interrupted while waiting: the step may still be writing, never serve it
+                self._pending = None
+                self.lru.pop(key)
+                raise
+            self._pending = None
+            if ok:
+                self.lru.put(key, p.value)
+            else:
+                self.lru.pop(key)
 
     def get(self, scope_id: int) -> Any:
+        self.settle()
         return self.lru.get((self.kind, scope_id))
 
     def put(self, scope_id: int, value: Any) -> None:
+        self.settle()
         self.lru.put((self.kind, scope_id), value)
 
     __setitem__ = put
 
     def pop(self, scope_id: int, default: Any = None) -> Any:
+        self.settle()
         out = self.lru.pop((self.kind, scope_id))
         return default if out is None else out
 
     def values(self) -> list[Any]:
+        self.settle()
         return self.lru.values(self.kind)
 
     def __len__(self) -> int:

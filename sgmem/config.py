@@ -109,7 +109,14 @@ class GraphConfig:
             rows go into SQLite (FAISS and BLAS release the GIL;
             :func:`sgmem.retrieval.ann.in_background`). The edges and the
             graph are the same either way; False runs both on the calling
-            thread.
+            thread. The insertion is waited for at the next use of the
+            scope's index (the next add's keyword planning, a search), so it
+            overlaps the next add's segmenting and embedding.
+        knn_early: [D] with ``knn_background``, start the kNN search as soon
+            as the add's vectors are known, before its keyword and derived
+            memory plans and its transaction; used only if the scope's index
+            is unchanged when the transaction opens (else searched again), so
+            the edges are the same. False starts it inside the transaction.
     """
 
     knn_k: int = 3
@@ -126,12 +133,13 @@ class GraphConfig:
     knn_hnsw_ef_construction: int = 40
     knn_hnsw_ef_search: int = 48
     knn_background: bool = True
+    knn_early: bool = True
 
     def __post_init__(self) -> None:
         _plain_numbers(self)
-        _check(
-            isinstance(self.knn_background, bool), "GraphConfig.knn_background", self.knn_background, "True or False"
-        )
+        for name in ("knn_background", "knn_early"):
+            value = getattr(self, name)
+            _check(isinstance(value, bool), f"GraphConfig.{name}", value, "True or False")
         _check(
             self.knn_index in ("auto", "exact", "hnsw"),
             "GraphConfig.knn_index",

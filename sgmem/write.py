@@ -73,6 +73,28 @@ class PreparedAdd:
     d_plan: Any = None
     t_seg: float = 0.0
     t_emb: float = 0.0
+    sent_vecs: np.ndarray | None = None  # the new sentences' vectors, stacked (float32)
+    knn: EarlyKnn | None = None  # the kNN search started once the vectors were known
+
+
+@dataclass
+class EarlyKnn:
+    """An add's kNN search (SGMem's similarity edges), started on the write path's worker after embedding.
+
+    It runs while the add plans its keywords and derived memory and opens its
+    transaction; :func:`apply_add` uses its result only if the scope's index
+    is still the one it searched, with the same rows and the same HNSW graph
+    (else it searches again), so the edges are those of a search made inside
+    the transaction.
+    """
+
+    idx: ScopeIndex
+    ann: Any
+    n_sentences: int
+    pairs: Future[list[tuple[int, int, float]]]
+
+    def matches(self, idx: ScopeIndex, ann: Any) -> bool:
+        return self.idx is idx and self.ann is ann and self.n_sentences == idx.n_sentences
 
 
 @dataclass
@@ -164,10 +186,12 @@ def plan_prepared(
     for sent, vec in zip(prep.sentences, vecs, strict=False):
         sent.vec = vec
     turn_vectors(prep, int(mem.embedder.dim))
+    p.sent_vecs = _stacked(prep, int(mem.embedder.dim))
     with mem._lock:  # keywords are planned against the scope's vocabulary, outside the transaction
         kw_idx = mem._index(sid_known) if sid_known else None
         if kw_idx is not None:
-            ensure_ann(kw_idx, mem.config.graph)  # a first (re)build happens here, outside the write lock
+            ann = ensure_ann(kw_idx, mem.config.graph)  # a first (re)build happens here, outside the write lock
+            p.knn = _start_knn(mem, kw_idx, ann, p.sent_vecs)
         kw_snapshot = ensure_keywords(mem._store, kw_idx) if kw_idx is not None else None
     p.kw_plan = plan_add(
         kw_snapshot,
@@ -184,6 +208,22 @@ def plan_prepared(
     p.d_plan = mem._derived.plan(sid_known, p.thread, prep, exclude_rows)  # LLM calls and gate routing
     p.t_emb = time.perf_counter()
     return p
+
+
+def _stacked(prep: Any, dim: int) -> np.ndarray:
+    if not prep.sentences:
+        return np.zeros((0, dim), dtype=np.float32)
+    return np.stack([s.vec for s in prep.sentences]).astype(np.float32)
+
+
+def _start_knn(mem: Any, idx: ScopeIndex, ann: Any, vecs: np.ndarray) -> EarlyKnn | None:
+    """Start the add's kNN search on the worker now (under ``mem._lock``), if it runs in the background."""
+    g = mem.config.graph
+    if not (g.knn_background and g.knn_early and len(vecs)):
+        return None
+    pairs = in_background(knn_edges, idx, vecs, g.knn_k, g.knn_min_cosine, ann=ann, threads=1)
+    idx.add_reader(pairs)  # whatever appends to the storage meanwhile waits for it
+    return EarlyKnn(idx, ann, idx.n_sentences, pairs)
 
 
 def _plan_entities(mem: Any, sid_known: int | None, prep: Any, exclude_rows: frozenset[int]) -> Any:
@@ -220,20 +260,21 @@ def apply_add(mem: Any, conn: Any, p: PreparedAdd, scope_id: int) -> AppliedAdd:
     idx = mem._indexes.get(scope_id)
     if idx is None or idx.generation != gen_before:
         idx = load_scope_index(store, scope_id, int(mem.embedder.dim), mem._cache_dir)
-    new_sent_vecs = (
-        np.stack([s.vec for s in prep.sentences]).astype(np.float32)
-        if prep.sentences
-        else np.zeros((0, idx.dim), dtype=np.float32)
-    )
+    new_sent_vecs = p.sent_vecs if p.sent_vecs is not None else _stacked(prep, idx.dim)
     g = mem.config.graph
     ann = ensure_ann(idx, g)
     pairs: Any
     linking = None
+    early, p.knn = p.knn, None
     if g.knn_background and len(new_sent_vecs):
         # the kNN search, then the rows' HNSW insertion, run on a worker thread (in that order) while this
-        # thread inserts the messages and sentences: FAISS and BLAS release the GIL (sgmem.retrieval.ann)
-        threads = scan_threads(mem.config, max(idx.n_sentences, mem.config.dense_scan_min_sentences))
-        pairs = in_background(knn_edges, idx, new_sent_vecs, g.knn_k, g.knn_min_cosine, ann=ann, threads=threads)
+        # thread inserts the messages and sentences: FAISS and BLAS release the GIL (sgmem.retrieval.ann).
+        # The search was started after embedding (plan_prepared) unless the index changed since.
+        if early is not None and early.matches(idx, ann):
+            pairs = early.pairs
+        else:
+            threads = scan_threads(mem.config, max(idx.n_sentences, mem.config.dense_scan_min_sentences))
+            pairs = in_background(knn_edges, idx, new_sent_vecs, g.knn_k, g.knn_min_cosine, ann=ann, threads=threads)
         if ann is not None and ann.storage() is idx.sent_index:
             linking = in_background(ann.add_rows, new_sent_vecs)
     else:
@@ -253,6 +294,12 @@ def _settle(f: Future[Any]) -> None:
         f.result()
     except BaseException:  # noqa: S110 - the add's own error is the one to report
         pass
+
+
+def _linked_all(idx: ScopeIndex) -> bool:
+    """After an add's background insertion: its HNSW storage is the index's and holds every sentence row."""
+    ann = idx.ann
+    return ann is not None and ann.storage() is idx.sent_index and ann.ntotal == idx.n_sentences
 
 
 def discard_linked(mem: Any, scope_id: int, idx: ScopeIndex, linking: Future[None] | None) -> None:
@@ -280,16 +327,18 @@ def _apply_rows(
     prep = p.prep
     msg_ids, rounds, turn_edges = place_messages(store, scope_id, p.thread, prep.messages)
     sent_ids = store.insert_sentences(scope_id, [(msg_ids[s.msg], s) for s in prep.sentences])
-    if isinstance(pairs, Future):
-        pairs = pairs.result()
-    sedges = [(sent_ids[i], sent_ids[-t - 1] if t < 0 else idx.sent_ids[t], w) for i, t, w in pairs]
-    n_edges = store.insert_sentence_edges(scope_id, sedges) + store.insert_turn_edges(scope_id, turn_edges)
+    # what needs no kNN edges goes first: the background search has that long to finish (tables are
+    # independent, so the rows and ids are the same in any order)
     kw_applied = apply_plan(conn, scope_id, msg_ids, p.kw_plan, store.consecutive_ids)
     e = p.ent_plan
     ent_applied = (
         apply_entities(conn, scope_id, e.new_entities, e.mentions, msg_ids, e.profiles) if e is not None else None
     )
     d_applied = mem._derived.apply(conn, scope_id, p.thread, prep, msg_ids, p.d_plan, p.kw_plan)
+    if isinstance(pairs, Future):
+        pairs = pairs.result()
+    sedges = [(sent_ids[i], sent_ids[-t - 1] if t < 0 else idx.sent_ids[t], w) for i, t, w in pairs]
+    n_edges = store.insert_sentence_edges(scope_id, sedges) + store.insert_turn_edges(scope_id, turn_edges)
     gen_after = store.bump_generation(scope_id)
     return AppliedAdd(
         scope_id,
@@ -334,31 +383,37 @@ def finish_add(mem: Any, p: PreparedAdd, a: AppliedAdd | None, replaced: DeleteR
         mem._derived.committed(a.scope_id, a.d_applied)
         mem._entities.committed(a.scope_id, a.gen_before, a.gen_after, a.ent_applied)
         linked = a.linking is not None
-        if linked:
-            try:
-                a.linking.result()  # type: ignore[union-attr]
-            except Exception:  # committed all the same: the index is rebuilt from the store at the next read
-                mem._indexes.pop(a.scope_id, None)
-                a.gen_after = -1
         # committed: extend the cache in place (or drop it if someone else wrote meanwhile)
         if a.gen_after == a.gen_before + 1:
-            extend_index(
-                a.idx,
-                p.prep,
-                p.thread,
-                a.msg_ids,
-                a.rounds,
-                a.sent_ids,
-                a.sent_vecs,
-                a.sedges,
-                a.turn_edges,
-                a.kw_applied,
-                linked,
-            )
+            try:
+                extend_index(
+                    a.idx,
+                    p.prep,
+                    p.thread,
+                    a.msg_ids,
+                    a.rounds,
+                    a.sent_ids,
+                    a.sent_vecs,
+                    a.sedges,
+                    a.turn_edges,
+                    a.kw_applied,
+                    linked,
+                )
+            except BaseException:  # possibly half-extended: never served (rebuilt from the store at the next read)
+                discard_linked(mem, a.scope_id, a.idx, a.linking)
+                mem._indexes.pop(a.scope_id, None)
+                raise
             a.idx.generation = a.gen_after
             a.idx.dirty = mem._cache_dir is not None
-            mem._indexes[a.scope_id] = a.idx
+            if a.linking is not None:
+                # the rows' HNSW insertion may still run on the worker: the index is cached once it is done
+                # (dropped if it failed: committed all the same, the index is rebuilt from the store at the
+                # next read). It overlaps the caller's next steps; the next access to the cache waits for it.
+                mem._indexes.defer(a.scope_id, a.idx, a.linking, _linked_all)
+            else:
+                mem._indexes[a.scope_id] = a.idx
         else:
+            discard_linked(mem, a.scope_id, a.idx, a.linking)
             mem._indexes.pop(a.scope_id, None)
     t_end = time.perf_counter()
     t_graph = a.t_graph if a is not None else p.t_emb

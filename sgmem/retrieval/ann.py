@@ -162,7 +162,8 @@ def ensure_ann(idx: Any, cfg: Any) -> AnnIndex | None:
     ann: AnnIndex | None = idx.ann
     if ann is None or ann.m != cfg.knn_hnsw_m or ann.ntotal != idx.n_sentences:
         ann = build_ann(idx, cfg)
-    ann.index.hnsw.efSearch = cfg.knn_hnsw_ef_search
+    if ann.index.hnsw.efSearch != cfg.knn_hnsw_ef_search:  # unchanged while an add's early search may run
+        ann.index.hnsw.efSearch = cfg.knn_hnsw_ef_search
     return ann
 
 

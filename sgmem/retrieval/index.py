@@ -116,6 +116,9 @@ class ScopeIndex:
         self.keywords: Any = None
         # approximate kNN index over the sentence vectors (sgmem.retrieval.ann), built when needed
         self.ann: Any = None
+        # background jobs still reading the vector storage in place (an add's early kNN search, see
+        # add_reader): whatever appends to or replaces the storage on this thread waits for them first
+        self._readers: list[Any] = []
         self._store = store
         # turns
         self._msg_ids = Grow(np.int64)
@@ -496,9 +499,11 @@ class ScopeIndex:
     def append_sentences(self, rows: list[tuple[int, int, int, str]], vecs: np.ndarray, linked: bool = False) -> None:
         """Append sentences ``(sentence_id, message_id, idx, text)`` with their vectors (texts stay in SQLite).
 
-        ``linked``: the vectors are already in the HNSW graph's shared storage
-        (:func:`sgmem.retrieval.ann.in_background` ran during the add's
-        transaction); only the rows' metadata is appended.
+        ``linked``: the vectors are appended to the HNSW graph's shared storage
+        by the add's background insertion (:func:`sgmem.retrieval.ann.in_background`,
+        started during its transaction, possibly still running); only the
+        rows' metadata is appended here. The caller caches the index once the
+        insertion is done and holds every row (:meth:`sgmem.cache.CacheView.defer`).
         """
         if rows:  # one vectorised lookup of the owners (an add's ~50 sentences)
             sids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -514,12 +519,13 @@ class ScopeIndex:
             self._sent_idx.extend([r[2] for r in rows])
         self.adjacency.grow(self.n_sentences)
         if linked:
-            if self.ann is None or self.ann.storage() is not self.sent_index or self.ann.ntotal != self.n_sentences:
+            if self.ann is None or self.ann.storage() is not self.sent_index:
                 raise RuntimeError(
-                    f"scope index {self.scope_id}: {len(rows)} sentences were to be linked already, but the HNSW "
-                    f"storage holds {self.ann.ntotal if self.ann is not None else 0} rows for {self.n_sentences}"
+                    f"scope index {self.scope_id}: {len(rows)} sentences were to be linked in the background, "
+                    "but the index has no HNSW graph sharing its storage"
                 )
         elif len(rows):
+            self._quiesce()
             vecs = np.ascontiguousarray(vecs, dtype=np.float32)
             if self.ann is not None and self.ann.storage() is self.sent_index:
                 self.ann.add_rows(vecs)  # appends to the shared flat storage and links the new rows
@@ -529,10 +535,30 @@ class ScopeIndex:
                     self.ann.extend(self.sentence_vectors())
         self._changed()
 
+    def add_reader(self, job: Any) -> None:
+        """Register ``job`` (a :class:`concurrent.futures.Future`) as reading the vector storage in place.
+
+        The storage is a FAISS flat index whose buffer moves when rows are
+        appended: :meth:`append_sentences` and :meth:`use_ann` wait for the
+        registered jobs before they change it (the write path's worker
+        appends only in the order it runs its jobs, after such a reader).
+        """
+        self._readers = [r for r in self._readers if not r.done()]
+        self._readers.append(job)
+
+    def _quiesce(self) -> None:
+        readers, self._readers = self._readers, []
+        for r in readers:
+            try:
+                r.result()
+            except Exception:  # noqa: BLE001, S112 - the reader's own caller reports its failure
+                continue
+
     def use_ann(self, ann: Any) -> None:
         """Adopt ``ann`` (over every sentence row) and its flat storage as the sentence index (one copy)."""
         if ann.ntotal != self.n_sentences:
             raise ValueError("the HNSW index does not cover the scope's sentences")
+        self._quiesce()
         self.ann = ann
         self.sent_index = ann.storage()
         self.dirty = True  # the new links are worth saving with the caches (Memory.close)

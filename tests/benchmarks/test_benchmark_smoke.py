@@ -272,6 +272,12 @@ def test_write_path_reports_the_engine_cost_of_an_add_by_stage(
     assert all(f"{stage} " in out for stage in ("segment", "plan", "derived", "graph", "store")), out
     built = json.loads((tmp_path / "synth-300" / "adds.json").read_text())
     assert built["sentences"] >= 300
+    # an accelerator's latency stood in by a sleep per text: the embedder's share of the adds' wall time
+    assert write_path.main([*args, "--embed-us", "200"]) == 0
+    out = capsys.readouterr().out
+    r = re.search(r"of which embedding (\d+); ingest ÷ per-add embedding ([\d.]+)", out)
+    assert r is not None, out
+    assert int(r.group(1)) > 0 and 0 < float(r.group(2)) <= 1, out
 
 
 def test_host_probe_times_queries_by_scan_threads_and_adds_by_write_setting(tmp_path: Path, locomo_file: Path) -> None:

@@ -178,3 +178,125 @@ def test_a_forked_child_adds_and_searches_with_threads_of_its_own(tmp_path: Path
         proc.join()
         pytest.fail("the forked child hung: it queued work to threads it does not have")
     assert proc.exitcode == 0
+
+
+# ---------------------------------------------------------------- the insertion after the add returns
+def _hits(mem: sgmem.Memory, q: str = "the cat and the tuna", k: int = 10) -> list[tuple[Any, ...]]:
+    return [(h.message_ids, round(h.score, 6)) for h in mem.search(q, scope="u", k=k)]
+
+
+def test_an_add_returns_before_its_hnsw_insertion_ends_and_the_next_read_waits_for_it(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The insertion overlaps what the caller does next (a GPU embeds the next add meanwhile); a search
+    issued while it runs waits for it and sees the new rows, and the index then holds every stored row."""
+    import threading
+
+    sessions = _sessions(6, seed=7)
+    release, started = threading.Event(), threading.Event()
+    orig = AnnIndex.add_rows
+    held: list[bool] = []
+
+    def slow_add_rows(self: AnnIndex, vecs: np.ndarray) -> None:
+        if held == [True]:  # the insertion of the add under test only
+            started.set()
+            assert release.wait(30), "the add waited for its insertion before returning"
+        orig(self, vecs)
+
+    with sgmem.Memory(tmp_path / "m", embedder=HashEmbedder(dim=DIM), config=_config(True)) as mem:
+        for msgs in sessions[:4]:
+            mem.add(msgs, scope="u", thread="t")
+        monkeypatch.setattr(AnnIndex, "add_rows", slow_add_rows)
+        held.append(True)
+        res = mem.add(sessions[4], scope="u", thread="t")  # returns although the insertion is blocked
+        assert started.wait(10) and not release.is_set()
+        held[0] = False
+        threading.Timer(0.2, release.set).start()
+        got = _hits(mem, "Then the cat came up again", k=50)  # waits for the insertion, then searches
+        assert release.is_set()
+        assert set(res.message_ids) & {i for ids, _ in got for i in ids}, "the new rows are searched"
+        idx = next(iter(mem._indexes.values()))
+        assert idx.n_sentences == idx.ann.ntotal == idx.sent_index.ntotal == mem.stats().sentences
+        mem.add(sessions[5], scope="u", thread="t")
+        got = _hits(mem)
+    with sgmem.Memory(tmp_path / "m", embedder=HashEmbedder(dim=DIM), config=_config(True)) as mem:
+        assert _hits(mem) == got
+
+
+@pytest.mark.parametrize("how", ["raises", "short"])
+def test_an_insertion_failing_after_the_commit_keeps_the_add_and_rebuilds_the_index(
+    tmp_path: Path, monkeypatch: Any, how: str
+) -> None:
+    """``raises``: the insertion breaks half-way; ``short``: it returns with rows missing (the check
+    that the HNSW storage holds every row before the index is served catches it)."""
+    sessions = _sessions(6, seed=8)
+    orig = AnnIndex.add_rows
+    fail = [False]
+
+    def failing_add_rows(self: AnnIndex, vecs: np.ndarray) -> None:
+        orig(self, vecs[: len(vecs) // 2])  # half the rows went in, then it broke
+        if fail[0]:
+            if how == "short":
+                return
+            raise MemoryError("simulated failure of the background insertion")
+        orig(self, vecs[len(vecs) // 2 :])
+
+    with sgmem.Memory(tmp_path / "m", embedder=HashEmbedder(dim=DIM), config=_config(True)) as mem:
+        monkeypatch.setattr(AnnIndex, "add_rows", failing_add_rows)
+        for msgs in sessions[:4]:
+            mem.add(msgs, scope="u", thread="t")
+        fail[0] = True
+        res = mem.add(sessions[4], scope="u", thread="t")  # committed: the failure is the cache's only
+        fail[0] = False
+        assert res.sentences and mem.stats().sentences == sum(len(s) for s in sessions[:5]) * 2
+        got = _hits(mem)
+        idx = next(iter(mem._indexes.values()))
+        assert idx.n_sentences == idx.sent_index.ntotal == mem.stats().sentences  # rebuilt from the store
+        assert idx.ann is None or idx.ann.ntotal == idx.n_sentences
+        mem.add(sessions[5], scope="u", thread="t")
+        idx = next(iter(mem._indexes.values()))
+        assert idx.n_sentences == idx.ann.ntotal == idx.sent_index.ntotal == mem.stats().sentences
+        after = _hits(mem)
+    with sgmem.Memory(tmp_path / "m", embedder=HashEmbedder(dim=DIM), config=_config(True)) as mem:
+        assert _hits(mem) == after
+    assert got
+
+
+def test_an_early_knn_search_is_redone_when_another_add_commits_first(tmp_path: Path) -> None:
+    """An add's kNN search starts after its embedding (GraphConfig.knn_early); if another add commits
+    between that and its own transaction, it must search again: its edges are those of the order of commits."""
+    from sgmem.write import commit_add, prepare_add
+
+    sessions = _sessions(6, seed=9)
+    with sgmem.Memory(tmp_path / "early", embedder=HashEmbedder(dim=DIM), config=_config(True)) as mem:
+        for msgs in sessions[:4]:
+            mem.add(msgs, scope="u", thread="t")
+        planned = prepare_add(mem, sessions[5], "u", "t", None)  # its search runs against 4 sessions
+        assert planned.knn is not None
+        mem.add(sessions[4], scope="u", thread="t")  # commits first
+        commit_add(mem, planned)
+    with sgmem.Memory(tmp_path / "inline", embedder=HashEmbedder(dim=DIM), config=_config(False)) as mem:
+        for msgs in sessions[:4] + [sessions[4], sessions[5]]:
+            mem.add(msgs, scope="u", thread="t")
+    assert _edges(tmp_path / "early") == _edges(tmp_path / "inline")
+    new_rows = {r[0] for r in _edges(tmp_path / "early")}
+    assert len(new_rows) > 20
+
+
+def test_a_reader_of_the_vector_storage_is_waited_for_before_rows_are_appended(tmp_path: Path) -> None:
+    """An early kNN search reads the FAISS storage in place; appending moves its buffer, so an append
+    on the calling thread (another process's rows, an exact-kNN add) waits for registered readers."""
+    import threading
+    from concurrent.futures import Future
+
+    with sgmem.Memory(tmp_path / "m", embedder=HashEmbedder(dim=DIM)) as mem:
+        mem.add(_sessions(1)[0], scope="u", thread="t")
+        idx = mem._index(mem._store.require_scope("u"))
+    reader: Future[None] = Future()
+    idx.add_reader(reader)
+    threading.Timer(0.3, reader.set_result, (None,)).start()
+    n = idx.n_sentences
+    vecs = np.ones((1, DIM), dtype=np.float32) / np.sqrt(DIM)
+    idx.append_sentences([(10_000_000, int(idx.msg_ids[-1]), 9, "")], vecs)
+    assert reader.done(), "the storage grew while a background search was reading it"
+    assert idx.n_sentences == idx.sent_index.ntotal == n + 1
