@@ -142,6 +142,7 @@ class Memory(RecordMethods, DeleteMethods, AsyncMethods):
                 busy_timeout_s=self.config.busy_timeout_s,
                 read_only=read_only,
                 wal_checkpoint_pages=self.config.wal_checkpoint_pages,
+                wal_checkpoint_background=self.config.wal_checkpoint_background,
             )
         )
         self._where = getattr(self._store, "where", None) if shared else None

@@ -53,6 +53,89 @@ __all__ = ["DB_FILENAME", "MessageRow", "SQLiteStore", "SentenceRow"]
 DB_FILENAME = "sgmem.db"
 
 
+class Checkpointer:
+    """Copies a WAL database's log into the database file on a thread of its own.
+
+    SQLite's automatic checkpoint runs inside the commit that passes
+    ``wal_autocheckpoint`` pages: that commit copies every page of the log
+    into the database and fsyncs both files (about 110 ms for 32 MiB of log
+    at 50k sentences on this project's 2-core machine, every 25 adds or so).
+    Here each commit only calls :meth:`kick`, which wakes a thread running a ``PASSIVE``
+    checkpoint on a connection of its own: it copies what is not copied
+    yet without taking the write lock (a writer goes on appending to the
+    log meanwhile), and once it has caught up the next writer starts the
+    log from the beginning again. SQLite's checkpoint is crash safe at any
+    point; durability is the same (the log is fsynced before its pages are
+    copied). Kicks while a checkpoint runs are coalesced into one more run.
+    A process forked from this one does not have the thread: its kicks do
+    nothing (the writers' automatic checkpoint still bounds the log).
+    """
+
+    def __init__(self, target: str) -> None:
+        self._target = target
+        self._cv = threading.Condition()
+        self._due = False
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
+        self._kicks = 0  # kicks so far, and the last one a finished checkpoint started after
+        self._served = 0
+        self.runs = 0  # checkpoints completed (for tests and benchmarks)
+
+    def kick(self) -> None:
+        """Ask for a checkpoint (returns at once)."""
+        with self._cv:
+            if self._stopped or self._pid != os.getpid():
+                return
+            self._due = True
+            self._kicks += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="sgmem-checkpoint", daemon=True)
+                self._thread.start()
+            self._cv.notify()
+
+    def _run(self) -> None:
+        conn = None
+        try:
+            conn = sqlite3.connect(self._target, isolation_level=None, check_same_thread=False)
+            while True:
+                with self._cv:
+                    while not self._due and not self._stopped:
+                        self._cv.wait()
+                    if self._stopped:
+                        return
+                    self._due = False
+                    kicks = self._kicks
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                except sqlite3.Error:  # noqa: S112 - e.g. another connection checkpointing: the next kick retries
+                    continue
+                with self._cv:
+                    self.runs += 1
+                    self._served = kicks
+                    self._cv.notify_all()
+        except sqlite3.Error:  # noqa: S110 - no connection: the writers' automatic checkpoint still runs
+            pass
+        finally:
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+
+    def wait_idle(self, timeout_s: float = 10.0) -> bool:
+        """Wait until a checkpoint has run after the last kick; True if one did within ``timeout_s``."""
+        with self._cv:
+            return self._cv.wait_for(lambda: self._served >= self._kicks or self._stopped, timeout_s)
+
+    def close(self) -> None:
+        """Stop the thread (after the checkpoint it is running, if any) and close its connection."""
+        with self._cv:
+            self._stopped = True
+            self._cv.notify()
+            thread = self._thread
+        if thread is not None and self._pid == os.getpid():
+            thread.join()
+
+
 class SQLiteStore:
     """Records, vectors and edges of every scope in one SQLite database.
 
@@ -62,7 +145,11 @@ class SQLiteStore:
         busy_timeout_s: how long to wait for another writer's lock.
         wal_checkpoint_pages: write-ahead log pages between automatic
             checkpoints (``Config.wal_checkpoint_pages``).
+        wal_checkpoint_background: checkpoint after each commit on a thread
+            of this store's (``Config.wal_checkpoint_background``; :class:`Checkpointer`).
     """
+
+    _checkpointer: Checkpointer | None = None
 
     def __init__(
         self,
@@ -71,8 +158,10 @@ class SQLiteStore:
         busy_timeout_s: float = 30.0,
         read_only: bool = False,
         wal_checkpoint_pages: int = 8192,
+        wal_checkpoint_background: bool = False,
     ) -> None:
         self.dir: Path | None = None
+        self._checkpointer: Checkpointer | None = None
         self._busy_timeout_s = busy_timeout_s
         self.read_only = read_only
         self._lock = threading.RLock()
@@ -122,6 +211,8 @@ class SQLiteStore:
                     raise StoreError(f"could not put {target!r} in WAL mode (got {mode!r})")
                 self.conn.execute("PRAGMA synchronous = NORMAL")
                 self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(wal_checkpoint_pages)}")
+                if wal_checkpoint_background:
+                    self._checkpointer = Checkpointer(target)
             self._check_schema() if read_only else self._migrate()
         except BaseException as exc:
             # a store that failed to open must not keep its file handle (the caller
@@ -272,6 +363,8 @@ class SQLiteStore:
                     if isinstance(exc, sqlite3.OperationalError) and is_locked(exc):
                         raise StoreBusyError("the store stayed locked while committing; nothing was stored") from exc
                     raise self.conn.translate(exc) from exc
+                if self._checkpointer is not None:
+                    self._checkpointer.kick()
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Any]:
@@ -325,6 +418,8 @@ class SQLiteStore:
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
+        if self._checkpointer is not None:  # first: the last connection to close checkpoints and removes the log
+            self._checkpointer.close()
         with self._lock:
             with contextlib.suppress(sqlite3.Error):
                 self._raw.close()

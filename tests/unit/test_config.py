@@ -71,6 +71,7 @@ def test_using_a_preset_does_not_mutate_it() -> None:
         {"rest_weight": -1.0},
         {"knn_background": "yes"},
         {"knn_background": 1},
+        {"knn_early": "no"},
     ],
 )
 def test_invalid_graph_config_raises_config_error(kwargs: dict[str, Any]) -> None:
@@ -117,6 +118,8 @@ def test_invalid_limits_raise_config_error(kwargs: dict[str, Any]) -> None:
         {"busy_timeout_s": "30"},
         {"wal_checkpoint_pages": 0},
         {"wal_checkpoint_pages": 8192.0},
+        {"wal_checkpoint_background": "yes"},
+        {"wal_checkpoint_background": 1},
         {"graph": {"knn_k": 3}},
         {"hybrid": None},
         {"limits": GraphConfig()},

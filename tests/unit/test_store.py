@@ -7,6 +7,7 @@ import sqlite3
 import stat
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -181,7 +182,9 @@ def test_the_write_ahead_log_is_checkpointed_at_the_configured_size(tmp_path: Pa
     emb = HashEmbedder()
     wal_pages = {}
     for pages in (None, 3):
-        cfg = sgmem.Config() if pages is None else sgmem.Config(wal_checkpoint_pages=pages)
+        # checkpoints inside commits only (the background checkpointer is tested below)
+        base = sgmem.Config(wal_checkpoint_background=False)
+        cfg = base if pages is None else base.with_(wal_checkpoint_pages=pages)
         path = tmp_path / f"m{pages}"
         with sgmem.Memory(path, embedder=emb, config=cfg) as mem:
             assert mem._store.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == cfg.wal_checkpoint_pages
@@ -193,3 +196,53 @@ def test_the_write_ahead_log_is_checkpointed_at_the_configured_size(tmp_path: Pa
     # under the default the six adds accumulate in the log; at 3 pages each add's commit checkpoints
     # and the next one writes the log from its start again (the file keeps its largest size)
     assert wal_pages[None] > 3 * wal_pages[3]
+
+
+def _rows_in_database_file(path: Path) -> int:
+    """Messages the database file holds by itself, without its write-ahead log (what a checkpoint copied)."""
+    import shutil
+    import sqlite3
+
+    copy = path.parent / (path.name + "-alone")
+    copy.mkdir()
+    shutil.copy(path / DB_FILENAME, copy / DB_FILENAME)
+    con = sqlite3.connect(copy / DB_FILENAME)
+    try:
+        return int(con.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
+    except sqlite3.OperationalError:  # not even the schema was copied
+        return 0
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("background", [True, False])
+def test_a_thread_of_the_store_copies_the_log_into_the_database_after_commits(tmp_path: Path, background: bool) -> None:
+    """Config.wal_checkpoint_background: commits do not wait for checkpoints, a thread of the store's runs them
+    (with the automatic checkpoint out of reach, only that thread can have copied the adds into the file)."""
+    cfg = sgmem.Config(wal_checkpoint_pages=10**6, wal_checkpoint_background=background)
+    path = tmp_path / "m"
+    with sgmem.Memory(path, embedder=HashEmbedder(), config=cfg) as mem:
+        for a in range(4):
+            msgs = [{"role": "user", "content": f"Note {a}-{i}: the violin lesson moved."} for i in range(30)]
+            mem.add(msgs, scope="a", thread="t")
+        ck = mem._store._checkpointer
+        assert (ck is not None) == background
+        if background:
+            assert ck.wait_idle(30)
+            assert ck.runs >= 1
+        in_file = _rows_in_database_file(path)
+        assert in_file == (120 if background else 0)
+        thread = ck._thread if ck is not None else None
+    assert thread is None or not thread.is_alive()  # closed with the store
+    assert not (path / (DB_FILENAME + "-wal")).exists()  # the last connection to close removed the log
+
+
+def test_a_forked_process_does_not_kick_the_parents_checkpoint_thread(tmp_path: Path, monkeypatch: Any) -> None:
+    from sgmem.store.sqlite import Checkpointer
+
+    ck = Checkpointer(str(tmp_path / "x.db"))
+    pid = os.getpid()
+    monkeypatch.setattr(os, "getpid", lambda: pid + 1)
+    ck.kick()  # in a child: no thread, nothing queued (the writers' automatic checkpoint bounds the log)
+    assert ck._thread is None
+    ck.close()
