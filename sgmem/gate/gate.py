@@ -180,7 +180,7 @@ class GateView:
         if pre is not None:
             base = pre.copy()  # the patched rows are overwritten below
         else:
-            base = self.base @ c if self.n_base else np.zeros(0, dtype=np.float32)
+            base = base_products(self.base, c[None, :])[:, 0] if self.n_base else np.zeros(0, dtype=np.float32)
         for r, v in self.patched.items():
             base[r] = float(v @ c)
         if not self.extra:
@@ -205,6 +205,22 @@ class GateView:
         else:
             self.patched[row] = np.asarray(vec, dtype=np.float32)
         return old
+
+
+def base_products(base: np.ndarray, cs: np.ndarray) -> np.ndarray:
+    """``base @ cs.T`` (facts × candidates, float32) as a matrix-matrix product, also for one candidate.
+
+    BLAS computes a column of a product with several columns the same way
+    whatever the number of columns, but forwards a one-column product to its
+    matrix-vector routine, which sums in another order (the last float32
+    digit differs). A single candidate is therefore computed as two equal
+    columns: a candidate's exact cosines are the same alone or with a plan's
+    others (``tests/unit/gate/test_gate.py`` checks it on this BLAS).
+    """
+    cs = np.ascontiguousarray(cs, dtype=np.float32)
+    if len(cs) == 1:
+        return (base @ np.concatenate([cs, cs]).T)[:, :1]
+    return base @ cs.T
 
 
 class NoveltyGate:
@@ -278,9 +294,10 @@ class NoveltyGate:
         """Search the committed index for all of a plan's candidates at once (before routing them).
 
         Where the candidates are scored exactly (fewer committed facts than
-        ``approx_min_memories``) and ``threads`` > 1, their cosines to the
-        committed facts are computed instead, on that many threads at once
-        (:meth:`_prefetch_exact`; the same values).
+        ``approx_min_memories``), their cosines to the committed facts are
+        computed instead, all in one matrix product (:meth:`_prefetch_exact`;
+        the same values as one candidate's). ``threads`` is unused since then
+        (kept for callers).
 
         The committed index does not change while a plan is routed (the
         plan's own adds and merges are applied to the results by
@@ -290,8 +307,8 @@ class NoveltyGate:
         quantiser's arithmetic is the same): the decisions are identical, and
         the per-call overhead is paid once per batch instead of per candidate.
         """
-        if threads > 1 and len(vecs) > 1 and view.n_base and not self.use_approx(view.n_base):
-            self._prefetch_exact(view, vecs, threads)
+        if len(vecs) > 1 and view.n_base and not self.use_approx(view.n_base):
+            self._prefetch_exact(view, vecs)
             return
         ivf = view.state.ivf
         if not vecs or ivf is None or view.state.nearest is not None or not view.n_base or ivf.ntotal != view.n_base:
@@ -319,31 +336,22 @@ class NoveltyGate:
         view.prefetched_k = k
 
     @staticmethod
-    def _prefetch_exact(view: GateView, vecs: list[np.ndarray], threads: int) -> None:
-        """``view.base @ c`` for each distinct candidate ``c``, split over ``threads`` threads.
+    def _prefetch_exact(view: GateView, vecs: list[np.ndarray]) -> None:
+        """``view.base @ c`` for each distinct candidate ``c``, as one matrix product.
 
-        The exact scorer's cost is one matrix-vector product over every
-        committed fact per candidate (up to ``approx_min_memories`` facts, 15 MB
-        at 384 dimensions): bound by one core's memory bandwidth, and the
-        largest cost of an add's plan on a many-core host. The products are
-        the same BLAS calls as :meth:`GateView.cosines` makes (same operands,
-        BLAS on one thread under ``single_thread_blas``), so the values and the
-        decisions are identical; they only run on the scan pool's threads
-        (:func:`sgmem.retrieval.dense.scan_pool`; numpy releases the GIL).
+        The exact scorer's cost is a pass over every committed fact per
+        candidate (up to ``approx_min_memories`` facts, 15 MB at 384
+        dimensions): bound by memory bandwidth, and the largest cost of an
+        add's plan. One product for all of a plan's candidates reads the
+        facts once (issue 14: about 4 ms of an add's 6 ms plan at 50k
+        sentences went to ~30 separate matrix-vector products).
+        :func:`base_products` gives each candidate the values it gets alone,
+        so the decisions do not depend on which candidates share a plan.
         """
-        from ..retrieval.dense import scan_pool
-
         keys = list({np.asarray(v, dtype=np.float32).tobytes(): None for v in vecs})
-        base = view.base
-
-        def part(ks: list[bytes]) -> list[tuple[bytes, np.ndarray]]:
-            return [(k, base @ np.frombuffer(k, dtype=np.float32)) for k in ks]
-
-        chunks = [keys[i::threads] for i in range(threads)]
-        futures = [scan_pool(threads).submit(part, ch) for ch in chunks[1:] if ch]
-        view.base_cosines.update(part(chunks[0]))
-        for f in futures:
-            view.base_cosines.update(f.result())
+        cs = np.frombuffer(b"".join(keys), dtype=np.float32).reshape(len(keys), -1)
+        prods = base_products(view.base, cs)
+        view.base_cosines.update((k, np.ascontiguousarray(prods[:, i])) for i, k in enumerate(keys))
 
     def _approx(
         self, view: GateView, ivf: IVFScorer | None, c: np.ndarray, kappa: float

@@ -185,8 +185,6 @@ def _route(
     view = gate.fork(state)
     if prefetch:
         gate.prefetch(view, list(cands), threads)
-        if threads > 1 and exact_scores:  # the exact cosines were computed up front, for every distinct candidate
-            assert len(view.base_cosines) == len({c.astype(np.float32).tobytes() for c in cands})
     gate.begin_step(view)
     out = []
     for c in cands:
@@ -199,11 +197,10 @@ def _route(
     return out
 
 
-@pytest.mark.parametrize("threads", [2, 3])
-def test_exact_cosines_computed_on_several_threads_give_the_same_decisions(threads: int) -> None:
-    """NoveltyGate.prefetch with ``threads``: below ``approx_min_memories`` a plan's candidates are compared
-    with every committed fact on several threads at once; the scores are bit for bit those of one thread."""
-    dim = 64
+@pytest.mark.parametrize(("threads", "dim"), [(1, 64), (2, 64), (3, 384)])
+def test_exact_cosines_computed_on_several_threads_give_the_same_decisions(threads: int, dim: int) -> None:
+    """NoveltyGate.prefetch: below ``approx_min_memories`` a plan's candidates are compared with every
+    committed fact in one matrix product; the scores are bit for bit those of each candidate alone."""
     vecs = _clustered(2000, dim, 1)
     gate = NoveltyGate(GateConfig(scorer="exact"))
     state = GateState(dim=dim)
@@ -216,6 +213,9 @@ def test_exact_cosines_computed_on_several_threads_give_the_same_decisions(threa
     one = _route(gate, state, cands, prefetch=False, exact_scores=True)
     many = _route(gate, state, cands, prefetch=True, threads=threads, exact_scores=True)
     assert many == one
+    view = gate.fork(state)
+    gate.prefetch(view, list(cands), threads)
+    assert len(view.base_cosines) == len({c.astype(np.float32).tobytes() for c in cands})  # computed up front
     assert all(s == "exact" for *_, s in many) and len({n for _, n, _, _ in many}) > 5
 
 
@@ -243,3 +243,18 @@ def test_an_add_searches_the_committed_index_once_per_batch_with_the_same_decisi
     assert batched == one_by_one
     assert all(s == "approx" for *_, s in batched) and len({n for _, n, _, _ in batched}) > 5
     assert counter.calls <= math.ceil(len(cands) / 16)
+
+
+@pytest.mark.parametrize("dim", [64, 384])
+def test_a_candidates_exact_products_do_not_depend_on_the_others_in_its_batch(dim: int) -> None:
+    """base_products: a candidate's column is the same alone (a one-column product, which BLAS would
+    hand to its matrix-vector routine) as in any batch, so a decision never depends on its neighbours."""
+    from sgmem.gate.gate import base_products
+
+    rng = np.random.default_rng(dim)
+    base = unit(rng.standard_normal((3001, dim)).astype(np.float32))
+    cs = unit(rng.standard_normal((33, dim)).astype(np.float32))
+    alone = np.stack([base_products(base, c[None, :])[:, 0] for c in cs], axis=1)
+    for n in (2, 3, 8, 17, 33):
+        np.testing.assert_array_equal(base_products(base, cs[:n]), alone[:, :n])
+    np.testing.assert_allclose(alone, base @ cs.T, rtol=0, atol=1e-5)
