@@ -16,10 +16,11 @@ built from LoCoMo dev sessions (speakers renamed per pass, as in
 * the dense scan alone (:func:`sgmem.retrieval.dense.scan`) per thread count;
 * the engine wall time of 29 adds of the next sessions (after one untimed
   add that loads the scope's state) on a copy of the scope, for the default
-  write path, with ``dense_scan_threads=1`` (no threaded kNN search and no
-  threaded gate cosines) and additionally with
-  ``GraphConfig(knn_background=False)`` (everything on the adding thread);
-  twice, alternating.
+  write path, without its early kNN search and background checkpoints
+  (``GraphConfig(knn_early=False)``, ``Config(wal_checkpoint_background=False)``),
+  with ``dense_scan_threads=1`` (no threaded kNN search) and additionally
+  with ``GraphConfig(knn_background=False)`` (everything on the adding
+  thread, the HNSW insertion included); twice, alternating.
 
 Usage (on the host, with the wheels of :mod:`benchmarks.gpu`'s notes)::
 
@@ -130,6 +131,9 @@ def run(size: int, data: str, workdir: Path, queries: int, adds: int) -> list[st
     todo = _workload("locomo", data, size + 10_000)[done : done + adds + 1]
     cfgs: dict[str, Any] = {
         "default": sgmem.Config(),
+        "knn_early=False, wal_checkpoint_background=False": sgmem.Config(
+            wal_checkpoint_background=False, graph=sgmem.GraphConfig(knn_early=False)
+        ),
         "dense_scan_threads=1": sgmem.Config(dense_scan_threads=1),
         "dense_scan_threads=1, knn_background=False": sgmem.Config(
             dense_scan_threads=1, graph=sgmem.GraphConfig(knn_background=False)
@@ -155,7 +159,7 @@ def run(size: int, data: str, workdir: Path, queries: int, adds: int) -> list[st
                         stages[key] = stages.get(key, 0.0) + v
             shutil.rmtree(cp, ignore_errors=True)
             out.append(
-                f"  round {rep + 1}, {name:44s} {eng / n * 1e6:5.0f}  (stage ms/add: "
+                f"  round {rep + 1}, {name:50s} {eng / n * 1e6:5.0f}  (stage ms/add: "
                 + ", ".join(f"{k} {v / len(todo[1:]):.1f}" for k, v in stages.items())
                 + ")"
             )

@@ -288,6 +288,7 @@ def test_host_probe_times_queries_by_scan_threads_and_adds_by_write_setting(tmp_
     walls = re.findall(r"round \d, (.+?)\s+(\d+)  \(stage ms/add", out)
     assert {name for name, _ in walls} == {
         "default",
+        "knn_early=False, wal_checkpoint_background=False",
         "dense_scan_threads=1",
         "dense_scan_threads=1, knn_background=False",
     }, out
