@@ -116,7 +116,10 @@ class GraphConfig:
             as the add's vectors are known, before its keyword and derived
             memory plans and its transaction; used only if the scope's index
             is unchanged when the transaction opens (else searched again), so
-            the edges are the same. False starts it inside the transaction.
+            the edges are the same. It runs on the scan threads but one
+            (``Config.dense_scan_threads``; one on 2 cores), the adding
+            thread keeping a core for its plans. False starts it inside the
+            transaction, on all the scan threads.
     """
 
     knn_k: int = 3

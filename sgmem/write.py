@@ -221,9 +221,26 @@ def _start_knn(mem: Any, idx: ScopeIndex, ann: Any, vecs: np.ndarray) -> EarlyKn
     g = mem.config.graph
     if not (g.knn_background and g.knn_early and len(vecs)):
         return None
-    pairs = in_background(knn_edges, idx, vecs, g.knn_k, g.knn_min_cosine, ann=ann, threads=1)
+    pairs = in_background(
+        knn_edges, idx, vecs, g.knn_k, g.knn_min_cosine, ann=ann, threads=_early_knn_threads(mem, idx)
+    )
     idx.add_reader(pairs)  # whatever appends to the storage meanwhile waits for it
     return EarlyKnn(idx, ann, idx.n_sentences, pairs)
+
+
+def _early_knn_threads(mem: Any, idx: ScopeIndex) -> int:
+    """[D] Threads of an add's early kNN search: the scan threads but one (at least one).
+
+    The adding thread plans the add's keywords and derived memory meanwhile
+    and keeps a core for it. On this project's 2-core machine that is one
+    thread: two slowed the adds (simulated-GPU write path at 50k, four
+    alternating runs: 488–510 against 471–483 µs/sentence). On a many-core
+    host the search is split, as the in-transaction search is; there the split
+    search measured 523–596 against 625–677 engine µs/sentence (issue 14,
+    third pass, GPU host).
+    """
+    n = max(idx.n_sentences, mem.config.dense_scan_min_sentences)
+    return max(1, scan_threads(mem.config, n) - 1)
 
 
 def _plan_entities(mem: Any, sid_known: int | None, prep: Any, exclude_rows: frozenset[int]) -> Any:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -114,7 +114,10 @@ class AnnIndex:
 
         cuts = np.linspace(0, len(q), parts + 1).astype(int)
         futs = [scan_pool(parts).submit(part, lo, hi) for lo, hi in zip(cuts[1:-1], cuts[2:], strict=True)]
-        first = part(0, int(cuts[1]))
+        try:
+            first = part(0, int(cuts[1]))
+        finally:
+            wait(futs)  # the parts read the storage in place: none may outlive the call (an append may follow)
         return np.concatenate([first, *(f.result() for f in futs)])
 
     def top_k(self, queries: np.ndarray, vecs: np.ndarray, k: int, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:

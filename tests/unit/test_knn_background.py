@@ -138,6 +138,78 @@ def test_a_split_hnsw_search_finds_what_one_search_finds(threads: int) -> None:
     np.testing.assert_array_equal(split, one)
 
 
+class _FailingHere:
+    """An HNSW index stand-in whose search fails on the calling thread and is slow on the others."""
+
+    def __init__(self, inner: Any, caller: Any) -> None:
+        self.inner, self.caller = inner, caller
+        self.running = 0
+        self.finished = 0
+        self.ntotal = inner.ntotal
+
+    def search(self, q: np.ndarray, k: int) -> Any:
+        import threading
+        import time
+
+        if threading.current_thread() is self.caller:
+            raise RuntimeError("search failed")
+        self.running += 1
+        time.sleep(0.2)
+        self.running -= 1
+        self.finished += 1
+        return self.inner.search(q, k)
+
+
+def test_a_split_search_that_fails_waits_for_its_other_parts() -> None:
+    """The parts read the vector storage in place: when one fails, none may still be running once the
+    error reaches the caller (an append could reallocate the storage under it)."""
+    import threading
+
+    rng = np.random.default_rng(0)
+    vecs = rng.standard_normal((600, DIM)).astype(np.float32)
+    ann = AnnIndex(DIM, 16, 40, 48)
+    ann.extend(vecs[:500])
+    stand_in = _FailingHere(ann.index, threading.current_thread())
+    ann.index = stand_in
+    with pytest.raises(RuntimeError, match="search failed"):
+        ann.candidates(vecs[500:540], 6, threads=4)
+    assert stand_in.running == 0 and stand_in.finished == 3
+
+
+def test_the_early_search_is_split_over_the_scan_threads_but_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a many-core host the early kNN search uses the scan threads but one (the adding thread keeps a
+    core for its plans); the edges are those of one inline search. With one or two scan threads it is one."""
+    import threading
+
+    seen: list[tuple[int, str]] = []
+    real = AnnIndex.candidates
+
+    def candidates(self: AnnIndex, queries: np.ndarray, k: int, threads: int = 1) -> np.ndarray:
+        seen.append((threads, threading.current_thread().name))
+        return real(self, queries, k, threads)
+
+    monkeypatch.setattr(AnnIndex, "candidates", candidates)
+    sessions = _sessions(5, per=16, seed=4)
+    for scan, want in ((4, 3), (2, 1)):
+        cfg = sgmem.Config(
+            dense_scan_threads=scan,
+            dense_scan_min_sentences=0,
+            graph=sgmem.GraphConfig(knn_index="hnsw", knn_background=True, knn_early=True),
+        )
+        seen.clear()
+        with sgmem.Memory(tmp_path / f"early{scan}", embedder=HashEmbedder(dim=DIM), config=cfg) as mem:
+            for msgs in sessions:
+                mem.add(msgs, scope="u", thread="t")
+        early = [t for t, name in seen if name.startswith("sgmem-knn")]
+        assert early and set(early) == {want}
+    with sgmem.Memory(tmp_path / "inline", embedder=HashEmbedder(dim=DIM), config=_config(False)) as mem:
+        for msgs in sessions:
+            mem.add(msgs, scope="u", thread="t")
+    assert _edges(tmp_path / "early4") == _edges(tmp_path / "inline") == _edges(tmp_path / "early2")
+
+
 def test_an_add_sends_its_new_texts_to_the_embedder_in_one_call(tmp_path: Path) -> None:
     emb = HashEmbedder(dim=DIM)
     msgs = _sessions(1, per=60, seed=3)[0]  # 120 sentences, ~ a LoCoMo session
