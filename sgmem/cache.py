@@ -117,71 +117,78 @@ class _Pending:
 class CacheView:
     """The entries of one kind (``"index"``, ``"derived"``) of a shared :class:`ByteLRU`, keyed by scope id.
 
-    One entry at a time may be *pending* (:meth:`defer`): a value that a
+    A scope's entry may be *pending* (:meth:`defer`): a value that a
     background step is still writing into (an add's HNSW insertion, which
-    appends to the index's vector storage). Every access through the view
-    first settles it — waits for the step, then caches the value, or drops
-    the scope's entry if the step failed — so no reader ever sees a value
-    while it is being written, and the step's time overlaps whatever the
-    caller does before its next access (the next add's segmenting and
-    embedding).
+    appends to the index's vector storage). Every access to that scope
+    through the view first settles it — waits for the step, then caches the
+    value, or drops the scope's entry if the step failed — so no reader ever
+    sees a value while it is being written, and the step's time overlaps
+    whatever the caller does before its next access (the next add's
+    segmenting and embedding). Other scopes do not wait for it (a search of
+    one user's memory while another user's add finishes); :meth:`values`
+    settles every scope.
     """
 
     def __init__(self, lru: ByteLRU, kind: str) -> None:
         self.lru = lru
         self.kind = kind
-        self._pending: _Pending | None = None
+        self._pending: dict[int, _Pending] = {}
         self._settling = threading.Lock()
 
     def defer(self, scope_id: int, value: Any, work: Future[Any], check: Callable[[Any], bool]) -> None:
         """Cache ``value`` for ``scope_id`` once ``work`` is done and ``check(value)`` holds (else drop it).
 
-        Until then the view holds it back: the next :meth:`get`, :meth:`put`,
-        :meth:`pop`, :meth:`values` or :meth:`settle` waits for ``work``
-        first. A process forked before ``work`` finished never waits for it
-        (the thread doing it is not in the child): the child drops the entry.
+        Until then the view holds it back: the next :meth:`get`, :meth:`put`
+        or :meth:`pop` of ``scope_id``, :meth:`values` or :meth:`settle`
+        waits for ``work`` first. A process forked before ``work`` finished
+        never waits for it (the thread doing it is not in the child): the
+        child drops the entry.
         """
-        self.settle()
         with self._settling:
-            self._pending = _Pending(scope_id, value, work, check, os.getpid())
+            self._settle(scope_id)
+            self._pending[scope_id] = _Pending(scope_id, value, work, check, os.getpid())
 
-    def settle(self) -> None:
-        """Finish the pending entry, if any (see :meth:`defer`)."""
+    def settle(self, scope_id: int | None = None) -> None:
+        """Finish the pending entry of ``scope_id``, or with ``None`` every pending entry (see :meth:`defer`)."""
         with self._settling:
-            p = self._pending
-            if p is None:
-                return
-            key = (self.kind, p.scope_id)
-            try:
-                ok = p.pid == os.getpid()
-                if ok:
-                    try:
-                        p.work.result()
-                        ok = bool(p.check(p.value))
-                    except Exception:  # noqa: BLE001 - the value is a cache: rebuilt from the store at the next use
-                        ok = False
-            except BaseException:  # interrupted while waiting: the step may still be writing, never serve it
-                self._pending = None
-                self.lru.pop(key)
-                raise
-            self._pending = None
+            for sid in list(self._pending) if scope_id is None else [scope_id]:
+                self._settle(sid)
+
+    def _settle(self, scope_id: int) -> None:
+        p = self._pending.get(scope_id)
+        if p is None:
+            return
+        key = (self.kind, scope_id)
+        try:
+            ok = p.pid == os.getpid()
             if ok:
-                self.lru.put(key, p.value)
-            else:
-                self.lru.pop(key)
+                try:
+                    p.work.result()
+                    ok = bool(p.check(p.value))
+                except Exception:  # noqa: BLE001 - the value is a cache: rebuilt from the store at the next use
+                    ok = False
+        except BaseException:  # interrupted while waiting: the step may still be writing, never serve it
+            del self._pending[scope_id]
+            self.lru.pop(key)
+            raise
+        del self._pending[scope_id]
+        if ok:
+            self.lru.put(key, p.value)
+        else:
+            self.lru.pop(key)
 
     def get(self, scope_id: int) -> Any:
-        self.settle()
+        self.settle(scope_id)
         return self.lru.get((self.kind, scope_id))
 
     def put(self, scope_id: int, value: Any) -> None:
-        self.settle()
+        self.settle(scope_id)
         self.lru.put((self.kind, scope_id), value)
 
     __setitem__ = put
 
     def pop(self, scope_id: int, default: Any = None) -> Any:
-        self.settle()
+        self.settle(scope_id)
         out = self.lru.pop((self.kind, scope_id))
         return default if out is None else out
 

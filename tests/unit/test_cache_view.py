@@ -53,25 +53,50 @@ def test_a_pending_value_whose_work_or_check_fails_is_dropped(how: str) -> None:
     assert view.get(2) is not None  # other scopes untouched
 
 
-def test_every_access_settles_the_pending_value_first() -> None:
-    for access in ("get", "put", "pop", "values", "len"):
+def test_every_access_to_the_scope_settles_its_pending_value_first() -> None:
+    for access in ("get", "put", "pop", "values", "len", "settle"):
         view = CacheView(ByteLRU(10_000), "index")
         value = _Value()
         work: Future[None] = Future()
         view.defer(7, value, work, lambda v: True)
         threading.Timer(0.1, work.set_result, (None,)).start()
         if access == "get":
-            view.get(3)
+            assert view.get(7) is value
         elif access == "put":
-            view.put(3, _Value())
+            view.put(7, value)
         elif access == "pop":
-            view.pop(3)
+            assert view.pop(7) is value
+            value = None
         elif access == "values":
             assert value in view.values()
-        else:
+        elif access == "len":
             assert len(view) == 1
+        else:
+            view.settle()
         assert work.done(), access
         assert view.lru.get(("index", 7)) is value, access
+
+
+def test_other_scopes_do_not_wait_for_a_pending_value() -> None:
+    """One user's add finishing in the background never delays a search of another user's memory."""
+    view = CacheView(ByteLRU(10_000), "index")
+    other = _Value()
+    view.put(3, other)
+    slow: Future[None] = Future()
+    safety = threading.Timer(5.0, slow.set_result, (None,))  # a view that waits anyway fails, not hangs
+    safety.start()
+    view.defer(7, _Value(), slow, lambda v: True)
+    quick: Future[None] = Future()
+    quick.set_result(None)
+    view.defer(8, _Value(), quick, lambda v: True)  # a second scope's pending entry alongside
+    assert view.get(3) is other
+    view.put(4, _Value())
+    assert view.pop(4) is not None
+    assert view.get(8) is not None  # its own work was done
+    assert not slow.done() and view.lru.get(("index", 7)) is None  # scope 7 still held back
+    safety.cancel()
+    threading.Timer(0.1, slow.set_result, (None,)).start()
+    assert view.get(7) is not None and slow.done()
 
 
 def test_a_forked_child_drops_a_pending_value_instead_of_waiting(monkeypatch: Any) -> None:

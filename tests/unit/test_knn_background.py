@@ -295,6 +295,44 @@ def test_an_add_returns_before_its_hnsw_insertion_ends_and_the_next_read_waits_f
         assert _hits(mem) == got
 
 
+def test_a_search_of_another_scope_does_not_wait_for_an_insertion(tmp_path: Path, monkeypatch: Any) -> None:
+    """Many users, one Memory: an add's insertion still running for one scope delays no other scope's
+    search; the scope's own next read still waits for it."""
+    import threading
+
+    sessions = _sessions(5, seed=11)
+    release, started = threading.Event(), threading.Event()
+    orig = AnnIndex.add_rows
+    held: list[bool] = []
+    released_in_time: list[bool] = []
+
+    def slow_add_rows(self: AnnIndex, vecs: np.ndarray) -> None:
+        if held == [True]:
+            started.set()
+            released_in_time.append(release.wait(5))  # not released in time: the search waited for it
+        orig(self, vecs)
+
+    with sgmem.Memory(tmp_path / "m", embedder=HashEmbedder(dim=DIM), config=_config(True)) as mem:
+        for msgs in sessions[:3]:
+            mem.add(msgs, scope="u", thread="t")
+        mem.add(sessions[4], scope="other", thread="t")
+        before = [(h.message_ids, round(h.score, 6)) for h in mem.search("the cat", scope="other", k=5)]
+        monkeypatch.setattr(AnnIndex, "add_rows", slow_add_rows)
+        held.append(True)
+        mem.add(sessions[3], scope="u", thread="t")
+        assert started.wait(10)
+        held[0] = False
+        try:
+            got = [(h.message_ids, round(h.score, 6)) for h in mem.search("the cat", scope="other", k=5)]
+        finally:
+            release.set()
+        assert got == before
+        assert _hits(mem)  # the scope's own search waits for the insertion
+        assert released_in_time == [True], "the other scope's search waited for the insertion"
+        idx = mem._indexes.get(mem._store.require_scope("u"))
+        assert idx.n_sentences == idx.ann.ntotal == mem.stats("u").sentences
+
+
 @pytest.mark.parametrize("how", ["raises", "short"])
 def test_an_insertion_failing_after_the_commit_keeps_the_add_and_rebuilds_the_index(
     tmp_path: Path, monkeypatch: Any, how: str
