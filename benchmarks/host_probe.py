@@ -18,6 +18,8 @@ built from LoCoMo dev sessions (speakers renamed per pass, as in
   add that loads the scope's state) on a copy of the scope, for the default
   write path, without its early kNN search and background checkpoints
   (``GraphConfig(knn_early=False)``, ``Config(wal_checkpoint_background=False)``),
+  with the early kNN search on one thread (``GraphConfig(knn_early_threads=1)``;
+  by default the scan threads but one),
   with ``dense_scan_threads=1`` (no threaded kNN search) and additionally
   with ``GraphConfig(knn_background=False)`` (everything on the adding
   thread, the HNSW insertion included); twice, alternating.
@@ -134,6 +136,7 @@ def run(size: int, data: str, workdir: Path, queries: int, adds: int) -> list[st
         "knn_early=False, wal_checkpoint_background=False": sgmem.Config(
             wal_checkpoint_background=False, graph=sgmem.GraphConfig(knn_early=False)
         ),
+        "knn_early_threads=1": sgmem.Config(graph=sgmem.GraphConfig(knn_early_threads=1)),
         "dense_scan_threads=1": sgmem.Config(dense_scan_threads=1),
         "dense_scan_threads=1, knn_background=False": sgmem.Config(
             dense_scan_threads=1, graph=sgmem.GraphConfig(knn_background=False)

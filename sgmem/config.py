@@ -116,10 +116,13 @@ class GraphConfig:
             as the add's vectors are known, before its keyword and derived
             memory plans and its transaction; used only if the scope's index
             is unchanged when the transaction opens (else searched again), so
-            the edges are the same. It runs on the scan threads but one
-            (``Config.dense_scan_threads``; one on 2 cores), the adding
-            thread keeping a core for its plans. False starts it inside the
-            transaction, on all the scan threads.
+            the edges are the same. False starts it inside the transaction,
+            on all the scan threads.
+        knn_early_threads: [D] threads of the early kNN search (its queries
+            split over the scan pool; the same edges). None: the scan threads
+            but one (``Config.dense_scan_threads``), the adding thread keeping
+            a core for its plans meanwhile: one on 2 cores, where two slowed
+            the adds (:func:`sgmem.write._early_knn_threads`).
     """
 
     knn_k: int = 3
@@ -137,12 +140,19 @@ class GraphConfig:
     knn_hnsw_ef_search: int = 48
     knn_background: bool = True
     knn_early: bool = True
+    knn_early_threads: int | None = None
 
     def __post_init__(self) -> None:
         _plain_numbers(self)
         for name in ("knn_background", "knn_early"):
             value = getattr(self, name)
             _check(isinstance(value, bool), f"GraphConfig.{name}", value, "True or False")
+        _check(
+            self.knn_early_threads is None or (_is_int(self.knn_early_threads) and self.knn_early_threads >= 1),
+            "GraphConfig.knn_early_threads",
+            self.knn_early_threads,
+            "None or an int >= 1",
+        )
         _check(
             self.knn_index in ("auto", "exact", "hnsw"),
             "GraphConfig.knn_index",

@@ -229,7 +229,8 @@ def _start_knn(mem: Any, idx: ScopeIndex, ann: Any, vecs: np.ndarray) -> EarlyKn
 
 
 def _early_knn_threads(mem: Any, idx: ScopeIndex) -> int:
-    """[D] Threads of an add's early kNN search: the scan threads but one (at least one).
+    """[D] Threads of an add's early kNN search (``GraphConfig.knn_early_threads``; by default the scan
+    threads but one, at least one).
 
     The adding thread plans the add's keywords and derived memory meanwhile
     and keeps a core for it. On this project's 2-core machine that is one
@@ -239,6 +240,8 @@ def _early_knn_threads(mem: Any, idx: ScopeIndex) -> int:
     search measured 523–596 against 625–677 engine µs/sentence (issue 14,
     third pass, GPU host).
     """
+    if mem.config.graph.knn_early_threads is not None:  # GraphConfig.knn_early_threads
+        return int(mem.config.graph.knn_early_threads)
     n = max(idx.n_sentences, mem.config.dense_scan_min_sentences)
     return max(1, scan_threads(mem.config, n) - 1)
 

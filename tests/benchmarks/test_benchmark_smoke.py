@@ -289,6 +289,7 @@ def test_host_probe_times_queries_by_scan_threads_and_adds_by_write_setting(tmp_
     assert {name for name, _ in walls} == {
         "default",
         "knn_early=False, wal_checkpoint_background=False",
+        "knn_early_threads=1",
         "dense_scan_threads=1",
         "dense_scan_threads=1, knn_background=False",
     }, out

@@ -72,6 +72,8 @@ def test_using_a_preset_does_not_mutate_it() -> None:
         {"knn_background": "yes"},
         {"knn_background": 1},
         {"knn_early": "no"},
+        {"knn_early_threads": 0},
+        {"knn_early_threads": 2.0},
     ],
 )
 def test_invalid_graph_config_raises_config_error(kwargs: dict[str, Any]) -> None:

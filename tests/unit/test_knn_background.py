@@ -192,14 +192,16 @@ def test_the_early_search_is_split_over_the_scan_threads_but_one(
 
     monkeypatch.setattr(AnnIndex, "candidates", candidates)
     sessions = _sessions(5, per=16, seed=4)
-    for scan, want in ((4, 3), (2, 1)):
+    for scan, early_threads, want in ((4, None, 3), (2, None, 1), (4, 2, 2)):
         cfg = sgmem.Config(
             dense_scan_threads=scan,
             dense_scan_min_sentences=0,
-            graph=sgmem.GraphConfig(knn_index="hnsw", knn_background=True, knn_early=True),
+            graph=sgmem.GraphConfig(
+                knn_index="hnsw", knn_background=True, knn_early=True, knn_early_threads=early_threads
+            ),
         )
         seen.clear()
-        with sgmem.Memory(tmp_path / f"early{scan}", embedder=HashEmbedder(dim=DIM), config=cfg) as mem:
+        with sgmem.Memory(tmp_path / f"early{scan}{want}", embedder=HashEmbedder(dim=DIM), config=cfg) as mem:
             for msgs in sessions:
                 mem.add(msgs, scope="u", thread="t")
         early = [t for t, name in seen if name.startswith("sgmem-knn")]
@@ -207,7 +209,8 @@ def test_the_early_search_is_split_over_the_scan_threads_but_one(
     with sgmem.Memory(tmp_path / "inline", embedder=HashEmbedder(dim=DIM), config=_config(False)) as mem:
         for msgs in sessions:
             mem.add(msgs, scope="u", thread="t")
-    assert _edges(tmp_path / "early4") == _edges(tmp_path / "inline") == _edges(tmp_path / "early2")
+    inline = _edges(tmp_path / "inline")
+    assert _edges(tmp_path / "early43") == _edges(tmp_path / "early21") == _edges(tmp_path / "early42") == inline
 
 
 def test_an_add_sends_its_new_texts_to_the_embedder_in_one_call(tmp_path: Path) -> None:
