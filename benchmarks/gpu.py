@@ -318,26 +318,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 ]
                 for mode in modes:  # load every channel's index once, as a long-lived app would
                     mem.search("warm up", scope=SCOPE, k=10, mode=mode)
-                # the approximate dense index (Config.dense_index="hnsw") on the same store, in a second Memory
-                ann_modes = ("hybrid", "vector") if args.ann else ()
-                ann = (
-                    sgmem.Memory(
-                        tmp / "store",
-                        embedder=timed,
-                        config=sgmem.Config(dense_index="hnsw", dense_ann_min_sentences=0),
-                    )
-                    if ann_modes
-                    else None
-                )
-                for mode in ann_modes:
-                    ann.search("warm up", scope=SCOPE, k=10, mode=mode)  # type: ignore[union-attr]
+                # variants on the same store, each in a Memory of its own: the approximate dense index
+                # (Config.dense_index="hnsw") and the exact scan on the GPU (Config.dense_device)
+                variants: dict[str, sgmem.Config] = {}
+                if args.ann:
+                    variants["hnsw"] = sgmem.Config(dense_index="hnsw", dense_ann_min_sentences=0)
+                if args.dense_device != "none":
+                    variants[f"{args.dense_device} scan"] = sgmem.Config(dense_device=args.dense_device)
+                others = {tag: sgmem.Memory(tmp / "store", embedder=timed, config=c) for tag, c in variants.items()}
+                var_modes = ("hybrid", "vector")
+                for other in others.values():
+                    for mode in var_modes:
+                        other.search("warm up", scope=SCOPE, k=10, mode=mode)
                 hits: dict[str, list[set[tuple[str, ...]]]] = {}
                 idx = next(iter(mem._indexes.values()))
                 vecs = np.ascontiguousarray(idx.sentence_vectors(), dtype=np.float32)
                 flat = faiss.IndexFlatIP(vecs.shape[1])
                 flat.add(vecs)
                 omp = faiss.omp_get_max_threads()
-                shown = [*modes, *(f"{m} (hnsw)" for m in ann_modes)]
+                shown = [*modes, *(f"{m} ({tag})" for tag in others for m in var_modes)]
+                which = {f"{m} ({tag})": (m, other) for tag, other in others.items() for m in var_modes}
                 lat: dict[str, list[float]] = {s: [] for s in ("flat_omp", "flat_1t", "embed", *shown)}
                 engine: dict[str, list[float]] = {m: [] for m in shown}
                 # pass 1: the query embedding alone and with FAISS flat on one thread; pass 2: sgmem, every mode
@@ -356,7 +356,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 faiss.omp_set_num_threads(omp)
                 for q in qs:
                     for name in shown:
-                        mode, m = (name[: -len(" (hnsw)")], ann) if name.endswith(" (hnsw)") else (name, mem)
+                        mode, m = which.get(name, (name, mem))
                         e0 = timed.seconds
                         t = time.perf_counter()
                         found = m.search(q, scope=SCOPE, k=10, mode=mode)  # type: ignore[union-attr]
@@ -364,8 +364,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         lat[name].append(dt * 1e3)
                         engine[name].append((dt - (timed.seconds - e0)) * 1e3)
                         hits.setdefault(name, []).append({tuple(h.message_ids) for h in found})
-                if ann is not None:
-                    ann.close()
+                for other in others.values():
+                    other.close()
                 for q in qs:
                     t = time.perf_counter()
                     flat.search(emb.embed([q]), 10)
@@ -390,8 +390,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                             a / b for a, b in zip(lat[mode], lat[best], strict=True)
                         ),
                     }
-                    if mode.endswith(" (hnsw)"):  # the share of the exact top-10 the approximate search returns
-                        pairs = [(w, g) for w, g in zip(hits[mode[: -len(" (hnsw)")]], hits[mode], strict=True) if w]
+                    if mode in which:  # the share of the exact top-10 the variant's search returns
+                        pairs = [(w, g) for w, g in zip(hits[which[mode][0]], hits[mode], strict=True) if w]
                         q_out[mode]["overlap"] = (
                             statistics.fmean(len(w & g) / len(w) for w, g in pairs) if pairs else None
                         )
@@ -498,7 +498,8 @@ def render(r: dict[str, Any]) -> str:
     if overlaps:
         lines += [
             "",
-            '(hnsw): `Config(dense_index="hnsw", dense_ann_min_sentences=0)` on the same store; top-10 overlap '
+            '(hnsw): `Config(dense_index="hnsw", dense_ann_min_sentences=0)`; (DEVICE scan): '
+            "`Config(dense_device=DEVICE)`, the exact scan on that device; each on the same store. Top-10 overlap "
             "with the exact search of the same mode: " + ", ".join(overlaps) + ".",
         ]
     return "\n".join(lines) + "\n"
@@ -536,6 +537,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_false",
         help="skip the hybrid and vector queries with the approximate dense index (Config.dense_index='hnsw')",
     )
+    r.add_argument(
+        "--dense-device",
+        default=None,
+        help="also time hybrid and vector with Config(dense_device=...): the exact scan on that device "
+        "(default: --device when it is a CUDA device; 'none' skips)",
+    )
     r.add_argument("--device", default="cuda")
     r.add_argument("--batch", type=int, default=256, help="embedder batch size")
     r.add_argument("--json", default=None)
@@ -553,6 +560,8 @@ def main(argv: list[str] | None = None) -> int:
             ][:300]
         print(json.dumps(pack(Path(args.out), args.model, texts), indent=1))
         return 0
+    if args.cmd == "run" and args.dense_device is None:
+        args.dense_device = args.device if str(args.device).startswith("cuda") else "none"
     result = run(args)
     md = render(result)
     if args.json:

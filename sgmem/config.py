@@ -528,6 +528,17 @@ class Config:
             thread, :func:`sgmem.gate.blas.single_thread_blas`; the scan threads
             run only while the query's embedding is done). 1 turns it off.
         dense_scan_min_sentences: [D] see ``dense_scan_threads``.
+        dense_device: [D] ``None`` (default): the exact scan runs on the CPU
+            (FAISS's kernel, on ``dense_scan_threads``). A PyTorch device
+            (``"cuda"``, ``"cuda:1"``, ``"mps"``): each cached scope's sentence
+            vectors are mirrored in that device's memory (4 bytes × dimension
+            per sentence) and the scan and its per-turn reductions run there
+            (:mod:`sgmem.retrieval.device`), for a host whose model already
+            runs on a GPU. The same cosines up to float32 rounding. Checked
+            when the Memory opens. ``"cpu"`` runs that code through PyTorch on
+            the CPU, slower than the default. The approximate index
+            (``dense_index="hnsw"``) and a PostgreSQL server's scoring
+            (``pg_dense``) take precedence where they apply.
         memory_unit: [D] what one hit of the turn-level modes (hybrid, vector,
             bm25, pyramid, entity) is: ``"turn"`` (default; one message) or
             ``"exchange"`` (MGRetrieval's memory unit, §3.1: one exchange, both
@@ -564,6 +575,7 @@ class Config:
     dense_ann_min_sentences: int = 200_000
     dense_ann_candidates: int = 256
     dense_scan_threads: int | None = None
+    dense_device: str | None = None
     dense_scan_min_sentences: int = 50_000
     memory_unit: Literal["turn", "exchange"] = "turn"
 
@@ -583,6 +595,12 @@ class Config:
             self.pg_dense in ("auto", "host", "server"), "Config.pg_dense", self.pg_dense, "'auto', 'host' or 'server'"
         )
         _check(self.dense_index in ("exact", "hnsw"), "Config.dense_index", self.dense_index, "'exact' or 'hnsw'")
+        _check(
+            self.dense_device is None or (isinstance(self.dense_device, str) and self.dense_device.strip() != ""),
+            "Config.dense_device",
+            self.dense_device,
+            "None or a PyTorch device name such as 'cuda'",
+        )
         _check(
             self.memory_unit in ("turn", "exchange"),
             "Config.memory_unit",

@@ -122,6 +122,10 @@ class Memory(RecordMethods, DeleteMethods, AsyncMethods):
         if embedder is not None:
             check_embedder_identity(embedder)
         self.config = config or Config()
+        if self.config.dense_device is not None:  # before the store opens: a bad device changes nothing
+            from .retrieval.device import check_device
+
+            check_device(self.config.dense_device)
         self.embedder: Embedder = embedder or default_embedder()
         self.llm = llm
         cut = self.config.min_relevance

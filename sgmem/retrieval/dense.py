@@ -33,6 +33,7 @@ __all__ = [
     "scan_pool",
     "scan_threads",
     "score_rows",
+    "start_scan",
     "turn_relevance",
 ]
 
@@ -96,6 +97,20 @@ def scan(idx: ScopeIndex, q: np.ndarray, threads: int = 1, reduce: bool = True) 
     To do other work while the pool scans, see :class:`ScanJob`.
     """
     return ScanJob(idx, q, threads, reduce).result()
+
+
+def start_scan(idx: ScopeIndex, q: np.ndarray, config: Any, reduce: bool = True, parts_per_thread: int = 1) -> Any:
+    """Start one query's exact scan: on ``Config.dense_device`` if set
+    (:class:`sgmem.retrieval.device.DeviceScanJob`), else on the scan threads (:class:`ScanJob`).
+
+    Both give ``result() -> (cos, seg)`` and ``cancel()``; create it under the Memory's lock.
+    """
+    device = getattr(config, "dense_device", None)
+    if device is not None:
+        from .device import DeviceScanJob
+
+        return DeviceScanJob(idx, q, device, reduce)
+    return ScanJob(idx, q, scan_threads(config, idx.n_sentences), reduce, parts_per_thread)
 
 
 class ScanJob:

@@ -25,13 +25,12 @@ from ..text.lexical import analyze
 from . import speakers, units
 from .dense import (
     Approx,
-    ScanJob,
     TurnDense,
     ann_cosines,
     approx_from_rows,
-    scan,
     scan_pool,
     scan_threads,
+    start_scan,
     turn_relevance,
 )
 from .graph import EPSILON, chunk_rows, expand, hop_origins, rank_chunks, seed_partition, turn_means
@@ -95,7 +94,7 @@ class Retriever:
         approx = approx_from_rows(idx, q, rows, turns) if rows is not None else ann_cosines(idx, q, self.config, turns)
         if approx is not None:
             return TurnDense(idx, approx.cos), approx
-        cos, seg = scan(idx, q, scan_threads(self.config, idx.n_sentences), reduce)
+        cos, seg = start_scan(idx, q, self.config, reduce).result()
         return TurnDense(idx, cos, seg), None
 
     def _scans_exactly(self, idx: ScopeIndex) -> bool:
@@ -345,7 +344,7 @@ class Retriever:
     ) -> list[Ranked]:
         # a memory is a turn (§3.1 [C]); its cosine is the turn vector's (measured
         # better than the best sentence's as the pyramid's relevance, see PyramidConfig)
-        cos, seg = scan(idx, q, scan_threads(self.config, idx.n_sentences))  # the turn cosines, by one scan
+        cos, seg = start_scan(idx, q, self.config).result()  # the turn cosines, by one scan
         rel = TurnDense(idx, cos, seg).whole()
         out = pyramid.run(idx, self.config.pyramid, query, q, rel, allowed, tools, texts, use_llm=True)
         return [Ranked("turn", [r], score, why) for r, score, why in pyramid.rank(out, rel, k, allowed)]
@@ -462,9 +461,9 @@ class Retriever:
         threads = scan_threads(self.config, idx.n_sentences)
         # the exact scan starts on the scan pool now; the channels that need no cosines (lexical, the
         # pyramid's keywords and levels) run here meanwhile, and the scan's result joins it after them
-        job = (
-            ScanJob(idx, q, threads, parts_per_thread=SCAN_PARTS_PER_THREAD)
-            if threads > 1 and self._scans_exactly(idx)
+        job = (  # on an accelerator (Config.dense_device) the scan is started here at any size
+            start_scan(idx, q, self.config, parts_per_thread=SCAN_PARTS_PER_THREAD)
+            if (threads > 1 or self.config.dense_device is not None) and self._scans_exactly(idx)
             else None
         )
         use_pyramid = h.w_pyramid > 0 and idx.keywords is not None
