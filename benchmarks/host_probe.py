@@ -14,6 +14,9 @@ built from LoCoMo dev sessions (speakers renamed per pass, as in
   per thread, and with the scan not overlapped with the lexical and keyword
   channels (``SCAN_PARTS_PER_THREAD``, :class:`sgmem.retrieval.dense.ScanJob`);
 * the dense scan alone (:func:`sgmem.retrieval.dense.scan`) per thread count;
+* with ``--dense-device`` (default ``cuda`` when PyTorch sees a GPU), ``vector``
+  and ``hybrid`` with ``Config(dense_device=...)`` and that scan alone
+  (:class:`sgmem.retrieval.device.DeviceScanJob`);
 * the engine wall time of 29 adds of the next sessions (after one untimed
   add that loads the scope's state) on a copy of the scope, for the default
   write path, without its early kNN search and background checkpoints
@@ -44,7 +47,7 @@ import numpy as np
 __all__ = ["main", "run"]
 
 
-def run(size: int, data: str, workdir: Path, queries: int, adds: int) -> list[str]:
+def run(size: int, data: str, workdir: Path, queries: int, adds: int, dense_device: str | None = None) -> list[str]:
     import faiss
 
     import sgmem
@@ -69,7 +72,13 @@ def run(size: int, data: str, workdir: Path, queries: int, adds: int) -> list[st
     for q in [*qs, "warm up"]:
         emb.fixed[q] = emb.base.embed([q])[0]
     threads = [t for t in (1, 4, 8, 16) if t <= (os.cpu_count() or 1)]
-    mems = {t: sgmem.Memory(store, embedder=emb, config=sgmem.Config(dense_scan_threads=t)) for t in threads}
+    mems: dict[Any, Any] = {
+        t: sgmem.Memory(store, embedder=emb, config=sgmem.Config(dense_scan_threads=t)) for t in threads
+    }
+    if dense_device is not None:  # the exact scan on an accelerator (Config.dense_device)
+        mems[f"dense_device={dense_device}"] = sgmem.Memory(
+            store, embedder=emb, config=sgmem.Config(dense_device=dense_device)
+        )
     try:
         for m in mems.values():
             for mode in ("vector", "hybrid"):
@@ -107,9 +116,8 @@ def run(size: int, data: str, workdir: Path, queries: int, adds: int) -> list[st
                             m._retriever._scans_exactly = lambda idx: False  # type: ignore[method-assign]
                         t = time.perf_counter()
                         m.search(q, scope="s", k=10, mode=mode)
-                        lat.setdefault(f"{mode}, {th} scan thread(s){label}", []).append(
-                            (time.perf_counter() - t) * 1e3
-                        )
+                        name = f"{mode}, {th}" if isinstance(th, str) else f"{mode}, {th} scan thread(s){label}"
+                        lat.setdefault(name, []).append((time.perf_counter() - t) * 1e3)
                         m._retriever._scans_exactly = exact  # type: ignore[method-assign]
         search_mod.SCAN_PARTS_PER_THREAD = default_parts
         flat_pass(omp)  # its own pass: its idle OpenMP workers spin after each search
@@ -126,6 +134,15 @@ def run(size: int, data: str, workdir: Path, queries: int, adds: int) -> list[st
                 dense.scan(idx, q0, th, True)
                 ts.append((time.perf_counter() - t) * 1e3)
             out.append(f"  dense scan with turn reductions, {th:2d} thread(s): p50 {_pct(ts, 0.5):6.2f} ms")
+        if dense_device is not None:
+            from sgmem.retrieval.device import DeviceScanJob
+
+            ts = []
+            for _ in range(40):
+                t = time.perf_counter()
+                DeviceScanJob(idx, q0, dense_device).result()
+                ts.append((time.perf_counter() - t) * 1e3)
+            out.append(f"  dense scan with turn reductions, dense_device={dense_device}: p50 {_pct(ts, 0.5):6.2f} ms")
     finally:
         for m in mems.values():
             m.close()
@@ -176,8 +193,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", required=True, help="the built scope is kept here and reused")
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--adds", type=int, default=29)
+    ap.add_argument(
+        "--dense-device",
+        default=None,
+        help="also time vector and hybrid with Config(dense_device=...) (default: 'cuda' when PyTorch sees a GPU; "
+        "'none' skips)",
+    )
     a = ap.parse_args(argv)
-    print("\n".join(run(a.size, a.data, Path(a.workdir), a.queries, a.adds)))
+    device = a.dense_device
+    if device is None:
+        try:
+            import torch
+
+            device = "cuda" if torch.cuda.is_available() else None
+        except ImportError:
+            device = None
+    print("\n".join(run(a.size, a.data, Path(a.workdir), a.queries, a.adds, None if device == "none" else device)))
     return 0
 
 

@@ -283,8 +283,10 @@ def test_write_path_reports_the_engine_cost_of_an_add_by_stage(
 def test_host_probe_times_queries_by_scan_threads_and_adds_by_write_setting(tmp_path: Path, locomo_file: Path) -> None:
     from benchmarks import host_probe
 
-    out = "\n".join(host_probe.run(200, str(locomo_file), tmp_path / "probe", queries=3, adds=2))
+    pytest.importorskip("torch")
+    out = "\n".join(host_probe.run(200, str(locomo_file), tmp_path / "probe", queries=3, adds=2, dense_device="cpu"))
     assert "FAISS flat, 1 thread(s)" in out and "hybrid, 1 scan thread(s)" in out, out
+    assert "hybrid, dense_device=cpu" in out and "dense scan with turn reductions, dense_device=cpu" in out, out
     walls = re.findall(r"round \d, (.+?)\s+(\d+)  \(stage ms/add", out)
     assert {name for name, _ in walls} == {
         "default",
