@@ -26,6 +26,13 @@ Synthetic conversations (:mod:`benchmarks.synth`) are added one session
 Usage::
 
     python -m benchmarks.scale --sizes 10000 100000 [1000000] --out benchmarks/out/scale.md
+
+To time the queries again on a store built before (``--out``'s workdir keeps
+none; a store built by this module's build loop, e.g. a 1M scope), without
+the FAISS HNSW baseline, the approximate-index pass and the edge recall,
+whose index builds take most of the time at 1M::
+
+    python -m benchmarks.scale --store DIR --queries 40 --no-hnsw [--modes hybrid vector ...]
 """
 
 from __future__ import annotations
@@ -183,10 +190,11 @@ def edge_recall(vecs: np.ndarray, k: int = 3, n_new: int = 500) -> dict[str, flo
     }
 
 
-def query(path: Path, n_queries: int = 100, modes: list[str] | None = None) -> dict[str, Any]:
+def query(path: Path, n_queries: int = 100, modes: list[str] | None = None, hnsw: bool = True) -> dict[str, Any]:
     """Resident memory of the loaded scope, query latency per mode vs FAISS flat and HNSW.
 
     ``modes``: the modes timed (default every mode but entity, pyramid and sgrm included).
+    ``hnsw=False`` skips FAISS's HNSW baseline, the ``dense_index="hnsw"`` pass and the edge recall.
     """
     import faiss
 
@@ -204,7 +212,7 @@ def query(path: Path, n_queries: int = 100, modes: list[str] | None = None) -> d
 
     warm_libraries(emb)  # so the reported figure divides only what the stored sentences cost
     rss_warm = rss_bytes()
-    out: dict[str, Any] = {"load_at_query": os.getloadavg()[0], "modes": list(timed)}
+    out: dict[str, Any] = {"load_at_query": os.getloadavg()[0], "modes": list(timed), "queries": len(queries)}
     with sgmem.Memory(path, embedder=emb) as mem:
         t0 = time.perf_counter()
         for mode in timed:  # loads the index, BM25 and keywords once, as a long-lived app would
@@ -212,7 +220,7 @@ def query(path: Path, n_queries: int = 100, modes: list[str] | None = None) -> d
         out["load_s"] = time.perf_counter() - t0
         gc.collect()
         idx = next(iter(mem._indexes.values()))
-        n = idx.n_sentences
+        n = out["sentences"] = idx.n_sentences
         out["rss_bytes_per_sentence"] = (rss_bytes() - rss_warm) / n
         out["rss_cold_bytes_per_sentence"] = (rss_bytes() - rss0) / n  # the figure reported before
         out["nbytes_per_sentence"] = idx.nbytes() / n
@@ -222,19 +230,22 @@ def query(path: Path, n_queries: int = 100, modes: list[str] | None = None) -> d
         vecs = np.ascontiguousarray(idx.sentence_vectors())
         flat = faiss.IndexFlatIP(vecs.shape[1])
         flat.add(vecs)
-        hnsw = faiss.IndexHNSWFlat(vecs.shape[1], 32, faiss.METRIC_INNER_PRODUCT)
-        hnsw.hnsw.efConstruction = 40
-        t0 = time.perf_counter()
-        hnsw.add(vecs)
-        out["hnsw_build_s"] = time.perf_counter() - t0
-        hnsw.hnsw.efSearch = 64
+        baselines: list[tuple[str, Any]] = [("flat_1t", flat)]
+        if hnsw:
+            graph = faiss.IndexHNSWFlat(vecs.shape[1], 32, faiss.METRIC_INNER_PRODUCT)
+            graph.hnsw.efConstruction = 40
+            t0 = time.perf_counter()
+            graph.add(vecs)
+            out["hnsw_build_s"] = time.perf_counter() - t0
+            graph.hnsw.efSearch = 64
+            baselines.append(("hnsw", graph))
         omp = faiss.omp_get_max_threads()
-        systems = ["flat_omp", "flat_1t", "hnsw", *timed]
+        systems = ["flat_omp", *(name for name, _ in baselines), *timed]
         lat: dict[str, list[float]] = {s: [] for s in systems}
         for q in queries:
             qv = emb.fixed[q].reshape(1, -1)
             faiss.omp_set_num_threads(1)
-            for name, index in (("flat_1t", flat), ("hnsw", hnsw)):
+            for name, index in baselines:
                 t = time.perf_counter()
                 index.search(qv, 10)
                 lat[name].append((time.perf_counter() - t) * 1e3)
@@ -258,7 +269,9 @@ def query(path: Path, n_queries: int = 100, modes: list[str] | None = None) -> d
         for mode in timed:  # median of per-query ratios: both timed back to back, so load spikes cancel
             out[f"{mode}_paired"] = float(np.median(np.array(lat[mode]) / np.array(lat[best])))
         out["flat_config"] = f"{omp} OpenMP threads" if best == "flat_omp" else "1 OpenMP thread"
-        del flat, hnsw
+        del flat, baselines
+        if not hnsw:
+            return out
         exact_hits = {m: [mem.search(q, scope=SCOPE, k=10, mode=m) for q in queries] for m in ("vector", "hybrid")}
     # the approximate dense index option (Config.dense_index="hnsw", forced on at every size)
     cfg = sgmem.Config(dense_index="hnsw", dense_ann_min_sentences=0)
@@ -286,6 +299,26 @@ def query(path: Path, n_queries: int = 100, modes: list[str] | None = None) -> d
             out[f"{m}_ann_overlap_tied"] = float(np.mean(tied))
     out.update(edge_recall(vecs))
     return out
+
+
+def render_query(res: dict[str, Any], command: str = "") -> str:
+    """A :func:`query` result as a table: p50/p95 per system, ratios to the faster FAISS flat."""
+    systems = [k[: -len("_p50")] for k in res if k.endswith("_p50") and k not in ("flat_p50",)]
+    lines = [
+        f"query latency on {res['sentences']:,} sentences, {res['queries']} queries{command and ' (' + command + ')'}, "
+        f"engine only, ms; baseline FAISS flat on {res['flat_config']}; load {res['load_at_query']:.1f}",
+        "",
+        "| system | p50 | p95 | ÷ flat p50 | median per-query ratio |",
+        "|---|---|---|---|---|",
+    ]
+    for name in systems:
+        paired = res.get(f"{name}_paired")
+        lines.append(
+            f"| {name} | {res[name + '_p50']:.2f} | {res[name + '_p95']:.2f} | "
+            f"{res[name + '_p50'] / res['flat_p50']:.2f}× | {'' if paired is None else f'{paired:.2f}×'} |"
+        )
+    lines += ["", f"resident memory {res['rss_bytes_per_sentence']:,.0f} B/sentence (libraries loaded first)"]
+    return "\n".join(lines)
 
 
 def _ids(hits: list[Any]) -> list[str]:
@@ -474,11 +507,25 @@ def main(argv: list[str] | None = None) -> int:
         help="also measure HNSW edge recall on these real vectors (an sgmem.eval.CachingEmbedder .npz)",
     )
     p.add_argument("--out", default=None)
+    p.add_argument("--store", default=None, help="time the queries on this store (built by this module) and stop")
+    p.add_argument(
+        "--no-hnsw",
+        dest="hnsw",
+        action="store_false",
+        help="with --store: skip FAISS's HNSW baseline, the dense_index='hnsw' pass and the edge recall",
+    )
     p.add_argument("--child", choices=["build", "query"], help=argparse.SUPPRESS)
     p.add_argument("--size", type=int, help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
     p.add_argument("--result", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.store:
+        res = query(Path(args.store), args.queries, args.modes, hnsw=args.hnsw)
+        print(render_query(res, command_line("benchmarks.scale", argv)))
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(json.dumps(res, indent=1), encoding="utf-8")
+        return 0
     if args.child:
         path = Path(args.workdir) / f"store-{args.size}"
         res = build(args.size, path, args.knn_index) if args.child == "build" else query(path, args.queries, args.modes)

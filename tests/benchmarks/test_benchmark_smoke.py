@@ -247,6 +247,38 @@ def test_engine_scale_reports_cost_memory_latency_and_edge_recall(tmp_path: Path
     assert "HNSW kNN edge recall" in text and "Growth exponents" in text and "by stage of an add" in text
 
 
+def test_engine_scale_times_the_queries_of_a_store_built_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--store DIR --no-hnsw``: the query pass alone on an existing store (how the 1M figures are re-taken)."""
+    from benchmarks import scale
+
+    scale.build(300, tmp_path / "store", "auto")
+    assert (
+        scale.main(
+            [
+                "--store",
+                str(tmp_path / "store"),
+                "--queries",
+                "3",
+                "--no-hnsw",
+                "--modes",
+                "hybrid",
+                "vector",
+                "--out",
+                str(tmp_path / "q.json"),
+            ]
+        )
+        == 0
+    )
+    text = capsys.readouterr().out
+    assert "| hybrid |" in text and "| vector |" in text and "| flat_1t |" in text, text
+    assert "| hnsw |" not in text, text  # no HNSW baseline built
+    res = json.loads((tmp_path / "q.json").read_text())
+    assert res["sentences"] >= 300 and res["queries"] == 3 and res["hybrid_p50"] > 0
+    assert "vector_ann_p50" not in res and "edge_recall" not in res
+
+
 def test_bulk_ingest_is_compared_with_one_embed_call(embedder: Any, tmp_path: Path) -> None:
     from benchmarks import bulk
 
