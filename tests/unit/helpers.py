@@ -87,3 +87,23 @@ class CountingEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.texts.extend(texts)
         return self.inner.embed(texts)
+
+
+def topic_sessions(n: int, per: int = 12, seed: int = 0) -> list[list[dict[str, Any]]]:
+    """``n`` sessions of ``per`` turns, each turn two sentences drawn from a small vocabulary (many near ties)."""
+    rng = np.random.default_rng(seed)
+    words = ["cat", "tuna", "marathon", "Berlin", "keyboard", "garden", "piano", "recipe", "train", "river"]
+    out = []
+    for s in range(n):
+        msgs = []
+        for t in range(per):
+            a, b, c = rng.choice(words, 3)
+            msgs.append(
+                {
+                    "id": f"s{seed}-{s}-{t}",
+                    "role": "user" if t % 2 == 0 else "assistant",
+                    "content": f"We talked about the {a} and the {b} on day {s}. Then the {c} came up again.",
+                }
+            )
+        out.append(msgs)
+    return out

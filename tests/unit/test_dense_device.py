@@ -20,7 +20,7 @@ from sgmem.errors import ConfigError
 from sgmem.retrieval import device as device_mod
 from sgmem.retrieval.dense import ScanJob, start_scan
 
-from .helpers import HashEmbedder
+from .helpers import HashEmbedder, topic_sessions
 
 pytest.importorskip("torch")
 
@@ -29,17 +29,15 @@ MODES = ("hybrid", "vector", "graph", "pyramid")
 QUERIES = ("the cat and the tuna", "Berlin piano", "what came up on day 3", "keyboard river garden")
 
 
-def _sessions(n: int, per: int = 10, seed: int = 0) -> list[list[dict[str, Any]]]:
-    rng = np.random.default_rng(seed)
-    words = ["cat", "tuna", "marathon", "Berlin", "keyboard", "garden", "piano", "recipe", "train", "river"]
-    out = []
-    for s in range(n):
-        msgs = []
-        for t in range(per):
-            a, b, c = rng.choice(words, 3)
-            text = f"We talked about the {a} and the {b} on day {s}." + (f" Then the {c} came up." if t % 3 else "")
-            msgs.append({"id": f"d{seed}-{s}-{t}", "role": "user" if t % 2 == 0 else "assistant", "content": text})
-        out.append(msgs)
+def _sessions(n: int, seed: int = 0) -> list[list[dict[str, Any]]]:
+    """Turns of one, two and three sentences (runs of unequal length, which the reductions must respect)."""
+    out = topic_sessions(n, per=10, seed=seed)
+    for msgs in out:
+        for t, m in enumerate(msgs):
+            if t % 3 == 0:
+                m["content"] = m["content"].split(". Then")[0] + "."
+            elif t % 3 == 1:
+                m["content"] += " Nobody expected the river."
     return out
 
 
@@ -82,7 +80,7 @@ def test_the_device_scan_finds_what_the_cpu_scan_finds_as_the_scope_grows_and_sh
             mem.delete(scope="u", thread="t0")  # a new index: a new mirror without the deleted rows
         got = _results(b)
         _same(got, _results(a))
-        gone = {f"d0-{s}-{t}" for s in range(0, 6, 2) for t in range(10)}
+        gone = {f"s0-{s}-{t}" for s in range(0, 6, 2) for t in range(10)}
         assert not gone & {i for hits in got.values() for ids, _ in hits for i in ids}
 
 

@@ -21,28 +21,9 @@ from sgmem.errors import StoreError
 from sgmem.retrieval.ann import AnnIndex
 
 from .helpers import HashEmbedder
+from .helpers import topic_sessions as _sessions
 
 DIM = 16
-
-
-def _sessions(n: int, per: int = 12, seed: int = 0) -> list[list[dict[str, Any]]]:
-    """``n`` sessions of ``per`` turns, each turn two sentences drawn from a small vocabulary (many near ties)."""
-    rng = np.random.default_rng(seed)
-    words = ["cat", "tuna", "marathon", "Berlin", "keyboard", "garden", "piano", "recipe", "train", "river"]
-    out = []
-    for s in range(n):
-        msgs = []
-        for t in range(per):
-            a, b, c = rng.choice(words, 3)
-            msgs.append(
-                {
-                    "id": f"s{seed}-{s}-{t}",
-                    "role": "user" if t % 2 == 0 else "assistant",
-                    "content": f"We talked about the {a} and the {b} on day {s}. Then the {c} came up again.",
-                }
-            )
-        out.append(msgs)
-    return out
 
 
 def _config(background: bool) -> sgmem.Config:
