@@ -163,7 +163,9 @@ class DeviceScanJob:
         """``(cos, seg)``: the cosines (float32) and, if reduced, the runs' (max float32, sum float64)."""
         if not self.n:
             return np.zeros(0, dtype=np.float32), None
-        out = [np.array(p.cpu().numpy()) for p in self._parts]  # waits for the device; own, writable arrays
+        # waits for the device; a copy back from an accelerator is the caller's own array already, a CPU
+        # tensor's numpy view is copied (the caller writes into its arrays)
+        out = [p.cpu().numpy() if p.device.type != "cpu" else p.numpy().copy() for p in self._parts]
         return out[0], ((out[1], out[2]) if len(out) == 3 else None)
 
     def cancel(self) -> None:
