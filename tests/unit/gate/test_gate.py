@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -162,19 +164,22 @@ class _CountingSearch:
     """The IVF index of a gate state, counting the searches made on it."""
 
     def __init__(self, index: object) -> None:
-        self._index, self.calls = index, 0
+        self._index, self.calls, self.threads, self.hook = index, 0, set(), None
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._index, name)
 
     def __setattr__(self, name: str, value: object) -> None:
-        if name in ("_index", "calls"):
+        if name in ("_index", "calls", "threads", "hook"):
             object.__setattr__(self, name, value)
         else:
             setattr(self._index, name, value)
 
     def search(self, q: np.ndarray, k: int) -> object:
         self.calls += 1
+        self.threads.add(threading.get_ident())
+        if self.hook is not None:
+            self.hook(q)
         return self._index.search(q, k)
 
 
@@ -243,6 +248,63 @@ def test_an_add_searches_the_committed_index_once_per_batch_with_the_same_decisi
     assert batched == one_by_one
     assert all(s == "approx" for *_, s in batched) and len({n for _, n, _, _ in batched}) > 5
     assert counter.calls <= math.ceil(len(cands) / 16)
+
+
+def _indexed_gate(n: int, dim: int, seed: int, k: int = 64) -> tuple[NoveltyGate, GateState, np.ndarray]:
+    vecs = _clustered(n, dim, seed)
+    gate = NoveltyGate(GateConfig(scorer="approx", approx_k=k))
+    state = GateState(dim=dim)
+    view = gate.fork(state)
+    for v in vecs:
+        gate.added(view, v)
+    gate.commit(state, view, list(range(1, len(vecs) + 1)))
+    gate.attach_index(state, None, 0)
+    assert state.ivf is not None
+    return gate, state, vecs
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_the_batched_search_on_several_threads_gives_the_same_decisions(threads: int) -> None:
+    """NoveltyGate.prefetch with ``threads`` > 1: the batches are searched at once on the scan threads
+    (issue 14: the largest part of an add's derived stage on a many-core host); every candidate's
+    top-k, and so every decision, is the one-thread result."""
+    dim = 32
+    gate, state, vecs = _indexed_gate(3000, dim, 3)
+    counter = _CountingSearch(state.ivf.index)
+    state.ivf.index = counter
+    cands = np.concatenate([vecs[:12], unit(vecs[12:30] + 0.3 * _clustered(18, dim, 5)), _clustered(14, dim, 9)])
+    one = _route(gate, state, cands, prefetch=True, threads=1)
+    assert counter.threads == {threading.get_ident()}
+    counter.threads = set()
+    many = _route(gate, state, cands, prefetch=True, threads=threads)
+    assert many == one
+    assert len(counter.threads) > 1  # the searches ran on more than the calling thread
+    assert threading.get_ident() in counter.threads  # which searches a part of its own
+    assert len({n for _, n, _, _ in many}) > 5
+
+
+def test_a_failed_part_of_the_threaded_search_waits_for_the_others() -> None:
+    """NoveltyGate.prefetch: the parts read the committed index, which a commit changes once the view's
+    lock is released; an error in the calling thread's part surfaces only after every other part ends."""
+    dim = 32
+    gate, state, vecs = _indexed_gate(3000, dim, 4)
+    counter = _CountingSearch(state.ivf.index)
+    state.ivf.index = counter
+    caller = threading.get_ident()
+    finished: list[float] = []
+
+    def hook(q: np.ndarray) -> None:
+        if threading.get_ident() == caller:
+            raise RuntimeError("the calling thread's part fails")
+        time.sleep(0.05)
+        finished.append(time.perf_counter())
+
+    counter.hook = hook
+    view = gate.fork(state)
+    with pytest.raises(RuntimeError, match="calling thread"):
+        gate.prefetch(view, list(_clustered(12, dim, 6)), 4)
+    raised = time.perf_counter()
+    assert len(finished) == 3 and max(finished) <= raised
 
 
 @pytest.mark.parametrize("dim", [64, 384])
