@@ -110,6 +110,7 @@ class _Timed:
 
     def __init__(self, base: Any) -> None:
         self.base, self.name, self.dim, self.seconds = base, base.name, base.dim, 0.0
+        self.device = getattr(base, "device", None)  # Config.dense_device="auto" follows the model's device
 
     def embed(self, texts: Any) -> Any:
         t = time.perf_counter()

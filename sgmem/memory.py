@@ -122,11 +122,15 @@ class Memory(RecordMethods, DeleteMethods, AsyncMethods):
         if embedder is not None:
             check_embedder_identity(embedder)
         self.config = config or Config()
-        if self.config.dense_device is not None:  # before the store opens: a bad device changes nothing
-            from .retrieval.device import check_device
-
-            check_device(self.config.dense_device)
         self.embedder: Embedder = embedder or default_embedder()
+        if self.config.dense_device is not None:  # before the store opens: a bad device changes nothing
+            from .retrieval.device import check_device, resolve_device
+
+            dense_device = resolve_device(self.config.dense_device, self.embedder)  # "auto": the embedder's
+            if dense_device != self.config.dense_device:
+                self.config = self.config.with_(dense_device=dense_device)
+            if dense_device is not None:
+                check_device(dense_device)
         self.llm = llm
         cut = self.config.min_relevance
         #: the default ``min_score``: ``Config.min_relevance``, else the value calibrated for this embedder

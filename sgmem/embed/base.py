@@ -20,6 +20,10 @@ class Embedder(Protocol):
         name: a stable identity recorded in the store (same model → same name,
             wherever it was loaded from).
         dim: the vector dimension.
+
+    Optional: ``device``, the PyTorch device name the model runs on
+    (``"cuda"``, ``"cuda:1"``, ``"mps"``, ``"cpu"``). Where it is a GPU, the
+    default ``Config.dense_device="auto"`` runs the exact dense scan there too.
     """
 
     name: str

@@ -83,6 +83,11 @@ class SentenceTransformerEmbedder:
         """Where the weights are loaded from (a path or a hub name)."""
         return self._source
 
+    @property
+    def device(self) -> str:
+        """The PyTorch device the model runs on (``Config.dense_device="auto"`` scans there when it is a GPU)."""
+        return self._device
+
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:

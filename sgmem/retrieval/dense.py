@@ -99,13 +99,24 @@ def scan(idx: ScopeIndex, q: np.ndarray, threads: int = 1, reduce: bool = True) 
     return ScanJob(idx, q, threads, reduce).result()
 
 
+def scan_device(config: Any) -> str | None:
+    """The accelerator ``config``'s exact scan runs on, or None for the CPU scan.
+
+    A Memory resolves ``Config.dense_device="auto"`` when it opens
+    (:func:`sgmem.retrieval.device.resolve_device`); a config that was never
+    resolved (a retriever built from a fresh ``Config``) scans on the CPU.
+    """
+    device = getattr(config, "dense_device", None)
+    return None if device == "auto" else device
+
+
 def start_scan(idx: ScopeIndex, q: np.ndarray, config: Any, reduce: bool = True, parts_per_thread: int = 1) -> Any:
     """Start one query's exact scan: on ``Config.dense_device`` if set
     (:class:`sgmem.retrieval.device.DeviceScanJob`), else on the scan threads (:class:`ScanJob`).
 
     Both give ``result() -> (cos, seg)`` and ``cancel()``; create it under the Memory's lock.
     """
-    device = getattr(config, "dense_device", None)
+    device = scan_device(config)
     if device is not None:
         from .device import DeviceScanJob
 

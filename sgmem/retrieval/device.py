@@ -39,10 +39,13 @@ import numpy as np
 
 from ..errors import ConfigError, DependencyError
 
-__all__ = ["DeviceScanJob", "DeviceVectors", "check_device", "mirror"]
+__all__ = ["ACCELERATORS", "DeviceScanJob", "DeviceVectors", "check_device", "mirror", "resolve_device"]
 
 #: [D] a mirror grows its device buffer by this factor when rows are appended past it
 GROWTH = 1.5
+
+#: [D] the device types that ``Config.dense_device="auto"`` follows the embedder to
+ACCELERATORS = ("cuda", "mps")
 
 
 def _torch() -> Any:
@@ -54,6 +57,31 @@ def _torch() -> Any:
             "Config.dense_device=None for the CPU scan"
         ) from exc
     return torch
+
+
+def resolve_device(setting: str | None, embedder: Any) -> str | None:
+    """The device a Memory scans on for ``Config.dense_device`` = ``setting`` (resolved when it opens).
+
+    ``"auto"``: the embedder's device (its ``device`` attribute, e.g.
+    ``SentenceTransformerEmbedder(device="cuda")``) when that is an
+    accelerator (:data:`ACCELERATORS`) PyTorch can use here, else ``None``
+    (the CPU scan): a host whose model runs on a GPU scans there too, with no
+    setting, and a CPU host is unchanged. It never raises. Any other value is
+    returned as it is (:func:`check_device` checks it).
+    """
+    if setting != "auto":
+        return setting
+    dev = getattr(embedder, "device", None)
+    if dev is None:
+        return None
+    name = str(dev).strip()
+    if name.split(":", 1)[0].lower() not in ACCELERATORS:
+        return None
+    try:
+        check_device(name)
+    except (ConfigError, DependencyError):  # an embedder on a device PyTorch lacks here: the CPU scan
+        return None
+    return name
 
 
 def check_device(device: str) -> None:

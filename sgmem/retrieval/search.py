@@ -28,6 +28,7 @@ from .dense import (
     TurnDense,
     ann_cosines,
     approx_from_rows,
+    scan_device,
     scan_pool,
     scan_threads,
     start_scan,
@@ -463,7 +464,7 @@ class Retriever:
         # pyramid's keywords and levels) run here meanwhile, and the scan's result joins it after them
         job = (  # on an accelerator (Config.dense_device) the scan is started here at any size
             start_scan(idx, q, self.config, parts_per_thread=SCAN_PARTS_PER_THREAD)
-            if (threads > 1 or self.config.dense_device is not None) and self._scans_exactly(idx)
+            if (threads > 1 or scan_device(self.config) is not None) and self._scans_exactly(idx)
             else None
         )
         use_pyramid = h.w_pyramid > 0 and idx.keywords is not None

@@ -1,4 +1,5 @@
-"""The exact dense scan on a PyTorch device (``Config.dense_device``), run here on ``"cpu"``.
+"""The exact dense scan on a PyTorch device (``Config.dense_device``), run on ``"cpu"`` (and on ``"cuda"``
+where PyTorch sees a GPU).
 
 What a user would notice if it went wrong: other hits or scores than the
 default CPU scan (wrong per-turn reductions), hits missing the messages added
@@ -22,7 +23,10 @@ from sgmem.retrieval.dense import ScanJob, start_scan
 
 from .helpers import HashEmbedder, topic_sessions
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
+
+#: the devices the scan is checked on: PyTorch's CPU everywhere, a GPU where there is one
+DEVICES = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
 
 DIM = 16
 MODES = ("hybrid", "vector", "graph", "pyramid")
@@ -61,10 +65,13 @@ def _scope_index(mem: sgmem.Memory) -> Any:
     return mem._index(mem._store.require_scope("u"))
 
 
-def test_the_device_scan_finds_what_the_cpu_scan_finds_as_the_scope_grows_and_shrinks(tmp_path: Path) -> None:
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_device_scan_finds_what_the_cpu_scan_finds_as_the_scope_grows_and_shrinks(
+    tmp_path: Path, device: str
+) -> None:
     sessions = _sessions(6)
     cpu = sgmem.Config(dense_scan_threads=2, dense_scan_min_sentences=0)  # the threaded CPU scan
-    dev = sgmem.Config(dense_device="cpu")
+    dev = sgmem.Config(dense_device=device)
     with (
         sgmem.Memory(tmp_path / "cpu", embedder=HashEmbedder(dim=DIM), config=cpu) as a,
         sgmem.Memory(tmp_path / "dev", embedder=HashEmbedder(dim=DIM), config=dev) as b,
@@ -75,7 +82,7 @@ def test_the_device_scan_finds_what_the_cpu_scan_finds_as_the_scope_grows_and_sh
             if step in (2, 5):  # a search between adds: the mirror must take the rows added since
                 _same(_results(b), _results(a))
                 idx = _scope_index(b)
-                assert device_mod.mirror(idx, "cpu").rows == idx.n_sentences  # the device path ran
+                assert device_mod.mirror(idx, device).rows == idx.n_sentences  # the device path ran
         for mem in (a, b):
             mem.delete(scope="u", thread="t0")  # a new index: a new mirror without the deleted rows
         got = _results(b)
@@ -84,14 +91,15 @@ def test_the_device_scan_finds_what_the_cpu_scan_finds_as_the_scope_grows_and_sh
         assert not gone & {i for hits in got.values() for ids, _ in hits for i in ids}
 
 
-def test_the_scan_values_equal_the_cpu_scans_to_float32_rounding(tmp_path: Path) -> None:
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_scan_values_equal_the_cpu_scans_to_float32_rounding(tmp_path: Path, device: str) -> None:
     with sgmem.Memory(tmp_path / "m", embedder=HashEmbedder(dim=DIM)) as mem:
         for i, msgs in enumerate(_sessions(4, seed=3)):
             mem.add(msgs, scope="u", thread=f"t{i}")
         idx = _scope_index(mem)
         q = HashEmbedder(dim=DIM).embed(["the cat and the river"])[0]
         cos, (smax, ssum) = ScanJob(idx, q).result()
-        job = start_scan(idx, q, sgmem.Config(dense_device="cpu"))
+        job = start_scan(idx, q, sgmem.Config(dense_device=device))
         assert isinstance(job, device_mod.DeviceScanJob)
         dcos, (dmax, dsum) = job.result()
     assert dcos.dtype == np.float32 and dmax.dtype == np.float32 and dsum.dtype == np.float64
@@ -102,12 +110,13 @@ def test_the_scan_values_equal_the_cpu_scans_to_float32_rounding(tmp_path: Path)
     dcos[0] = 9.0  # the caller owns the arrays (the graph channel writes into its copy)
 
 
-def test_a_mirror_copies_only_the_rows_appended_since_its_last_use(tmp_path: Path) -> None:
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_mirror_copies_only_the_rows_appended_since_its_last_use(tmp_path: Path, device: str) -> None:
     with sgmem.Memory(tmp_path / "m", embedder=HashEmbedder(dim=DIM)) as mem:
         sessions = _sessions(3, seed=5)
         mem.add(sessions[0], scope="u", thread="t")
         idx = _scope_index(mem)
-        m = device_mod.DeviceVectors("cpu", DIM)
+        m = device_mod.DeviceVectors(device, DIM)
         first = m.sync(idx)
         n0 = idx.n_sentences
         assert m.rows == n0 and first.shape == (n0, DIM)
@@ -117,7 +126,7 @@ def test_a_mirror_copies_only_the_rows_appended_since_its_last_use(tmp_path: Pat
         idx = _scope_index(mem)
         second = m.sync(idx)
         assert m.rows == idx.n_sentences > n0
-        np.testing.assert_array_equal(second.numpy(), idx.sentence_vectors())
+        np.testing.assert_array_equal(second.cpu().numpy(), idx.sentence_vectors())
         assert (second[:3] == head).all()
         assert m._buf is not buf or m._buf.shape[0] >= idx.n_sentences  # grown by GROWTH when needed
         assert m.nbytes() >= idx.n_sentences * DIM * 4
@@ -141,3 +150,73 @@ def test_a_device_this_machine_lacks_fails_when_the_memory_opens_and_creates_not
     with pytest.raises(ConfigError, match="Config.dense_device"):
         sgmem.Memory(path, embedder=HashEmbedder(dim=DIM), config=sgmem.Config(dense_device=device))
     assert not path.exists()
+
+
+class _OnDevice(HashEmbedder):
+    """An embedder that says which PyTorch device its model runs on (as SentenceTransformerEmbedder does)."""
+
+    def __init__(self, device: str) -> None:
+        super().__init__(dim=DIM)
+        self.device = device
+
+
+def test_auto_scans_on_the_embedders_accelerator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default ``dense_device="auto"`` follows an embedder whose model runs on a GPU: the Memory's
+    config names that device and its searches scan there, with the CPU scan's hits. PyTorch's CPU stands
+    in for the GPU here (taken as an accelerator for this test)."""
+    monkeypatch.setattr(device_mod, "ACCELERATORS", (*device_mod.ACCELERATORS, "cpu"))
+    sessions = _sessions(3, seed=7)
+    with (
+        sgmem.Memory(tmp_path / "gpu", embedder=_OnDevice("cpu")) as b,
+        sgmem.Memory(tmp_path / "ref", embedder=HashEmbedder(dim=DIM), config=sgmem.Config(dense_device=None)) as a,
+    ):
+        assert sgmem.Config().dense_device == "auto" and b.config.dense_device == "cpu"
+        for i, msgs in enumerate(sessions):
+            for mem in (a, b):
+                mem.add(msgs, scope="u", thread=f"t{i}")
+        _same(_results(b), _results(a))
+        idx = _scope_index(b)
+        assert device_mod.mirror(idx, "cpu").rows == idx.n_sentences  # the scan ran on the device
+
+
+@pytest.mark.parametrize(
+    ("embedder_device", "want"),
+    [
+        (None, None),  # no device attribute: an API or ONNX embedder
+        ("cpu", None),  # a model on the CPU: FAISS's CPU scan, as before
+        ("cuda:0", "cuda:0" if torch.cuda.is_available() else None),  # a GPU PyTorch lacks here: the CPU scan
+        ("tpu", None),
+    ],
+)
+def test_auto_keeps_the_cpu_scan_unless_the_embedder_runs_on_a_usable_gpu(
+    tmp_path: Path, embedder_device: str | None, want: str | None
+) -> None:
+    emb = HashEmbedder(dim=DIM) if embedder_device is None else _OnDevice(embedder_device)
+    with sgmem.Memory(tmp_path / "m", embedder=emb) as mem:
+        assert mem.config.dense_device == want
+        mem.add(_sessions(1)[0], scope="u", thread="t")
+        assert mem.search("the cat and the tuna", scope="u", k=3)
+        idx = _scope_index(mem)
+        assert (idx in device_mod._MIRRORS) == (want is not None)
+
+
+def test_the_default_embedder_reports_its_device() -> None:
+    from sgmem.embed.minilm import SentenceTransformerEmbedder
+
+    assert SentenceTransformerEmbedder(dim=384).device == "cpu"
+    assert SentenceTransformerEmbedder(dim=384, device="cuda:1").device == "cuda:1"
+
+
+def test_an_unresolved_auto_setting_scans_on_the_cpu(tmp_path: Path) -> None:
+    """A retriever built from a fresh ``Config()`` (``dense_device="auto"``, which only a Memory resolves)
+    runs the CPU scan, with the CPU scan's hits."""
+    with sgmem.Memory(tmp_path / "m", embedder=HashEmbedder(dim=DIM)) as mem:
+        for i, msgs in enumerate(_sessions(2, seed=9)):
+            mem.add(msgs, scope="u", thread=f"t{i}")
+        want = _results(mem)
+        idx = _scope_index(mem)
+        q = HashEmbedder(dim=DIM).embed(["Berlin piano"])[0]
+        assert isinstance(start_scan(idx, q, sgmem.Config()), ScanJob)
+        mem._retriever = type(mem._retriever)(sgmem.Config())
+        assert _results(mem) == want
+        assert idx not in device_mod._MIRRORS
