@@ -77,7 +77,7 @@ def run(size: int, data: str, workdir: Path, queries: int, adds: int, dense_devi
     }
     if dense_device is not None:  # the exact scan on an accelerator (Config.dense_device)
         mems[f"dense_device={dense_device}"] = sgmem.Memory(
-            store, embedder=emb, config=sgmem.Config(dense_device=dense_device)
+            store, embedder=emb, config=sgmem.Config(dense_device=dense_device, dense_scan_min_sentences=0)
         )
     try:
         for m in mems.values():

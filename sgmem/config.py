@@ -527,7 +527,8 @@ class Config:
             never competes with the embedder's threads (BLAS stays on one
             thread, :func:`sgmem.gate.blas.single_thread_blas`; the scan threads
             run only while the query's embedding is done). 1 turns it off.
-        dense_scan_min_sentences: [D] see ``dense_scan_threads``.
+        dense_scan_min_sentences: [D] see ``dense_scan_threads``; also the
+            size from which ``dense_device`` takes the scan.
         dense_device: [D] where the exact dense scan runs. ``"auto"``
             (default): on the embedder's device when that is a GPU (its
             ``device`` attribute is ``"cuda…"`` or ``"mps"``, e.g.
@@ -536,10 +537,13 @@ class Config:
             resolved to. ``None``: always the CPU (FAISS's kernel, on
             ``dense_scan_threads``). A PyTorch device (``"cuda"``,
             ``"cuda:1"``, ``"mps"``): there, checked when the Memory opens.
-            On a device, each cached scope's sentence vectors are mirrored in
-            its memory (4 bytes × dimension per sentence) and the scan and its
-            per-turn reductions run there (:mod:`sgmem.retrieval.device`):
-            the same cosines up to float32 rounding. On the GPU host of
+            On a device, the vectors of each cached scope of at least
+            ``dense_scan_min_sentences`` sentences are mirrored in its memory
+            (4 bytes × dimension per sentence) and the scan and its per-turn
+            reductions run there (:mod:`sgmem.retrieval.device`): the same
+            cosines up to float32 rounding. Smaller scopes scan on the CPU, on
+            the search's own thread: a device's fixed cost per scan (0.49 ms
+            on the issue-14 host) is more than their scan's. On the GPU host of
             issue 14 (100k sentences) it took the hybrid query from 1.65× to
             1.15× GPU query embedding + FAISS flat. ``"cpu"`` runs that code
             through PyTorch on the CPU, slower than the default. The

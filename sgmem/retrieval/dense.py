@@ -99,24 +99,33 @@ def scan(idx: ScopeIndex, q: np.ndarray, threads: int = 1, reduce: bool = True) 
     return ScanJob(idx, q, threads, reduce).result()
 
 
-def scan_device(config: Any) -> str | None:
-    """The accelerator ``config``'s exact scan runs on, or None for the CPU scan.
+def scan_device(config: Any, n_sentences: int) -> str | None:
+    """The accelerator on which ``config`` scans a scope of ``n_sentences``, or None for the CPU scan.
 
-    A Memory resolves ``Config.dense_device="auto"`` when it opens
+    [D] ``Config.dense_device`` takes the scan from ``dense_scan_min_sentences``
+    sentences on, as the scan threads do: below, a search scans on its own
+    thread. A device's scan has a fixed cost (the launch, the wait, the
+    copy back: 0.49 ms at 100k sentences on the H200 host of issue 14,
+    where the CPU scan took 16 ms on one thread), which a small scope's
+    CPU scan undercuts; and a host serving many small scopes keeps no GPU
+    copy of each. A Memory resolves ``"auto"`` when it opens
     (:func:`sgmem.retrieval.device.resolve_device`); a config that was never
     resolved (a retriever built from a fresh ``Config``) scans on the CPU.
     """
     device = getattr(config, "dense_device", None)
-    return None if device == "auto" else device
+    if device is None or device == "auto":
+        return None
+    return device if n_sentences >= int(getattr(config, "dense_scan_min_sentences", 0)) else None
 
 
 def start_scan(idx: ScopeIndex, q: np.ndarray, config: Any, reduce: bool = True, parts_per_thread: int = 1) -> Any:
-    """Start one query's exact scan: on ``Config.dense_device`` if set
-    (:class:`sgmem.retrieval.device.DeviceScanJob`), else on the scan threads (:class:`ScanJob`).
+    """Start one query's exact scan: on ``Config.dense_device`` if set and the scope is large enough
+    (:func:`scan_device`; :class:`sgmem.retrieval.device.DeviceScanJob`), else on the scan threads
+    (:class:`ScanJob`).
 
     Both give ``result() -> (cos, seg)`` and ``cancel()``; create it under the Memory's lock.
     """
-    device = scan_device(config)
+    device = scan_device(config, idx.n_sentences)
     if device is not None:
         from .device import DeviceScanJob
 

@@ -462,9 +462,9 @@ class Retriever:
         threads = scan_threads(self.config, idx.n_sentences)
         # the exact scan starts on the scan pool now; the channels that need no cosines (lexical, the
         # pyramid's keywords and levels) run here meanwhile, and the scan's result joins it after them
-        job = (  # on an accelerator (Config.dense_device) the scan is started here at any size
+        job = (  # on an accelerator (Config.dense_device) too
             start_scan(idx, q, self.config, parts_per_thread=SCAN_PARTS_PER_THREAD)
-            if (threads > 1 or scan_device(self.config) is not None) and self._scans_exactly(idx)
+            if (threads > 1 or scan_device(self.config, idx.n_sentences) is not None) and self._scans_exactly(idx)
             else None
         )
         use_pyramid = h.w_pyramid > 0 and idx.keywords is not None

@@ -71,7 +71,7 @@ def test_the_device_scan_finds_what_the_cpu_scan_finds_as_the_scope_grows_and_sh
 ) -> None:
     sessions = _sessions(6)
     cpu = sgmem.Config(dense_scan_threads=2, dense_scan_min_sentences=0)  # the threaded CPU scan
-    dev = sgmem.Config(dense_device=device)
+    dev = sgmem.Config(dense_device=device, dense_scan_min_sentences=0)  # the device at any size
     with (
         sgmem.Memory(tmp_path / "cpu", embedder=HashEmbedder(dim=DIM), config=cpu) as a,
         sgmem.Memory(tmp_path / "dev", embedder=HashEmbedder(dim=DIM), config=dev) as b,
@@ -99,7 +99,7 @@ def test_the_scan_values_equal_the_cpu_scans_to_float32_rounding(tmp_path: Path,
         idx = _scope_index(mem)
         q = HashEmbedder(dim=DIM).embed(["the cat and the river"])[0]
         cos, (smax, ssum) = ScanJob(idx, q).result()
-        job = start_scan(idx, q, sgmem.Config(dense_device=device))
+        job = start_scan(idx, q, sgmem.Config(dense_device=device, dense_scan_min_sentences=0))
         assert isinstance(job, device_mod.DeviceScanJob)
         dcos, (dmax, dsum) = job.result()
     assert dcos.dtype == np.float32 and dmax.dtype == np.float32 and dsum.dtype == np.float64
@@ -167,7 +167,7 @@ def test_auto_scans_on_the_embedders_accelerator(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(device_mod, "ACCELERATORS", (*device_mod.ACCELERATORS, "cpu"))
     sessions = _sessions(3, seed=7)
     with (
-        sgmem.Memory(tmp_path / "gpu", embedder=_OnDevice("cpu")) as b,
+        sgmem.Memory(tmp_path / "gpu", embedder=_OnDevice("cpu"), config=sgmem.Config(dense_scan_min_sentences=0)) as b,
         sgmem.Memory(tmp_path / "ref", embedder=HashEmbedder(dim=DIM), config=sgmem.Config(dense_device=None)) as a,
     ):
         assert sgmem.Config().dense_device == "auto" and b.config.dense_device == "cpu"
@@ -192,7 +192,7 @@ def test_auto_keeps_the_cpu_scan_unless_the_embedder_runs_on_a_usable_gpu(
     tmp_path: Path, embedder_device: str | None, want: str | None
 ) -> None:
     emb = HashEmbedder(dim=DIM) if embedder_device is None else _OnDevice(embedder_device)
-    with sgmem.Memory(tmp_path / "m", embedder=emb) as mem:
+    with sgmem.Memory(tmp_path / "m", embedder=emb, config=sgmem.Config(dense_scan_min_sentences=0)) as mem:
         assert mem.config.dense_device == want
         mem.add(_sessions(1)[0], scope="u", thread="t")
         assert mem.search("the cat and the tuna", scope="u", k=3)
@@ -220,3 +220,28 @@ def test_an_unresolved_auto_setting_scans_on_the_cpu(tmp_path: Path) -> None:
         mem._retriever = type(mem._retriever)(sgmem.Config())
         assert _results(mem) == want
         assert idx not in device_mod._MIRRORS
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_scope_below_the_scan_threshold_scans_on_the_cpu(tmp_path: Path, device: str) -> None:
+    """[D] The device takes the scan from ``dense_scan_min_sentences`` sentences on: a small scope's CPU
+    scan costs less than a device's launch and copy back, and keeps no device copy of its vectors."""
+    config = sgmem.Config(dense_device=device)  # the default threshold (50k) is far above this scope
+    with (
+        sgmem.Memory(tmp_path / "m", embedder=HashEmbedder(dim=DIM), config=config) as mem,
+        sgmem.Memory(tmp_path / "ref", embedder=HashEmbedder(dim=DIM), config=sgmem.Config(dense_device=None)) as ref,
+    ):
+        for i, msgs in enumerate(_sessions(2, seed=11)):
+            for m in (mem, ref):
+                m.add(msgs, scope="u", thread=f"t{i}")
+        assert _results(mem) == _results(ref)  # the CPU scan's very scores
+        idx = _scope_index(mem)
+        assert idx not in device_mod._MIRRORS
+        n = idx.n_sentences
+        q = HashEmbedder(dim=DIM).embed(["keyboard river"])[0]
+        assert isinstance(
+            start_scan(idx, q, sgmem.Config(dense_device=device, dense_scan_min_sentences=n + 1)), ScanJob
+        )
+        job = start_scan(idx, q, sgmem.Config(dense_device=device, dense_scan_min_sentences=n))
+        assert isinstance(job, device_mod.DeviceScanJob)
+        job.result()
