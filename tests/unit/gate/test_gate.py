@@ -224,32 +224,6 @@ def test_exact_cosines_computed_on_several_threads_give_the_same_decisions(threa
     assert all(s == "exact" for *_, s in many) and len({n for _, n, _, _ in many}) > 5
 
 
-def test_an_add_searches_the_committed_index_once_per_batch_with_the_same_decisions() -> None:
-    """NoveltyGate.prefetch: a plan's candidates are looked up in the committed index together
-    (issue 14: one batched search instead of one per candidate) and routed exactly as before."""
-    dim = 32
-    vecs = _clustered(3000, dim, 0)
-    gate = NoveltyGate(GateConfig(scorer="approx", approx_k=64))
-    state = GateState(dim=dim)
-    view = gate.fork(state)
-    for v in vecs:
-        gate.added(view, v)
-    gate.commit(state, view, list(range(1, len(vecs) + 1)))
-    gate.attach_index(state, None, 0)
-    assert state.ivf is not None
-    counter = _CountingSearch(state.ivf.index)
-    state.ivf.index = counter
-    # repeats and near-repeats of stored facts, and new ones (the plan's own adds join the later scores)
-    cands = np.concatenate([vecs[:10], unit(vecs[10:25] + 0.3 * _clustered(15, dim, 5)), _clustered(15, dim, 7)])
-    one_by_one = _route(gate, state, cands, prefetch=False)
-    assert counter.calls == len(cands)
-    counter.calls = 0
-    batched = _route(gate, state, cands, prefetch=True)
-    assert batched == one_by_one
-    assert all(s == "approx" for *_, s in batched) and len({n for _, n, _, _ in batched}) > 5
-    assert counter.calls <= math.ceil(len(cands) / 16)
-
-
 def _indexed_gate(n: int, dim: int, seed: int, k: int = 64) -> tuple[NoveltyGate, GateState, np.ndarray]:
     vecs = _clustered(n, dim, seed)
     gate = NoveltyGate(GateConfig(scorer="approx", approx_k=k))
@@ -261,6 +235,24 @@ def _indexed_gate(n: int, dim: int, seed: int, k: int = 64) -> tuple[NoveltyGate
     gate.attach_index(state, None, 0)
     assert state.ivf is not None
     return gate, state, vecs
+
+
+def test_an_add_searches_the_committed_index_once_per_batch_with_the_same_decisions() -> None:
+    """NoveltyGate.prefetch: a plan's candidates are looked up in the committed index together
+    (issue 14: one batched search instead of one per candidate) and routed exactly as before."""
+    dim = 32
+    gate, state, vecs = _indexed_gate(3000, dim, 0)
+    counter = _CountingSearch(state.ivf.index)
+    state.ivf.index = counter
+    # repeats and near-repeats of stored facts, and new ones (the plan's own adds join the later scores)
+    cands = np.concatenate([vecs[:10], unit(vecs[10:25] + 0.3 * _clustered(15, dim, 5)), _clustered(15, dim, 7)])
+    one_by_one = _route(gate, state, cands, prefetch=False)
+    assert counter.calls == len(cands)
+    counter.calls = 0
+    batched = _route(gate, state, cands, prefetch=True)
+    assert batched == one_by_one
+    assert all(s == "approx" for *_, s in batched) and len({n for _, n, _, _ in batched}) > 5
+    assert counter.calls <= math.ceil(len(cands) / 16)
 
 
 @pytest.mark.parametrize("threads", [2, 3, 8])
