@@ -353,7 +353,7 @@ class NoveltyGate:
                 if len(batches) > 1 and parts > 1:
                     from ..retrieval.dense import scan_pool
 
-                    pool = scan_pool(parts)
+                    pool = scan_pool(int(threads))  # the scan threads' pool (one per thread count)
                     futs = [pool.submit(search, b) for b in batches[1:]]
                     done = [search(batches[0])] + [f.result() for f in futs]
                 else:

@@ -275,6 +275,19 @@ def test_the_batched_search_on_several_threads_gives_the_same_decisions(threads:
     assert len({n for _, n, _, _ in many}) > 5
 
 
+def test_a_few_candidates_share_the_scan_threads_pool() -> None:
+    """NoveltyGate.prefetch: fewer candidates than threads search on the scan pool of ``threads`` (as the
+    dense scan does), not on a pool of their own count: no idle threads pile up, one pool per count."""
+    from sgmem.retrieval import dense
+
+    gate, state, vecs = _indexed_gate(3000, 32, 8)
+    before = set(dense._POOLS)
+    for n in (3, 5):
+        gate.prefetch(gate.fork(state), list(_clustered(n, 32, 10 + n)), 7)
+    assert set(dense._POOLS) - before <= {7}
+    assert not ({3, 5} & (set(dense._POOLS) - before))
+
+
 def test_a_failed_part_of_the_threaded_search_waits_for_the_others() -> None:
     """NoveltyGate.prefetch: the parts read the committed index, which a commit changes once the view's
     lock is released; an error in the calling thread's part surfaces only after every other part ends."""
