@@ -12,6 +12,7 @@ from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import BaseMessage
 
 from sgmem import Embedder, InvalidInputError, SgmemError
+from sgmem.embed.base import model_device
 
 __all__ = ["LangChainEmbedder", "LangChainLLM", "SGMemEmbeddings"]
 
@@ -129,6 +130,11 @@ class LangChainEmbedder:
         norms = np.linalg.norm(arr, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return arr / norms
+
+    @property
+    def device(self) -> str | None:
+        """The device the wrapped model runs on, where it says (``Config.dense_device="auto"`` follows a GPU)."""
+        return model_device(self.embeddings)
 
     def __repr__(self) -> str:
         return f"LangChainEmbedder(name={self.name!r}, dim={self.dim})"

@@ -8,6 +8,7 @@ import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.base import BaseLLM
 
+from sgmem.embed.base import model_device
 from sgmem.errors import InvalidInputError, SgmemError
 
 __all__ = ["LlamaIndexEmbedder", "LlamaIndexLLM"]
@@ -86,6 +87,11 @@ class LlamaIndexEmbedder:
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return vecs / norms
+
+    @property
+    def device(self) -> str | None:
+        """The device the wrapped model runs on, where it says (``Config.dense_device="auto"`` follows a GPU)."""
+        return model_device(self.embed_model)
 
     def __repr__(self) -> str:
         return f"LlamaIndexEmbedder({self.name!r}, dim={self.dim})"

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import SgmemError
 
-__all__ = ["Embedder", "check_embeddings"]
+__all__ = ["Embedder", "check_embeddings", "model_device"]
 
 
 @runtime_checkable
@@ -56,3 +56,26 @@ def check_embeddings(embedder: Embedder, texts: Sequence[str], vecs: object) -> 
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return np.ascontiguousarray(arr / norms, dtype=np.float32)
+
+
+def model_device(model: object) -> str | None:
+    """The PyTorch device a framework's embedding model runs on, where it says (else ``None``).
+
+    Looked up, in order: ``model.device``; ``model.model_kwargs["device"]``
+    (LangChain's ``HuggingFaceEmbeddings``); the ``device`` of its loaded
+    sentence-transformers model (``_client``, ``client``, ``_model``). The
+    adapters' embedders report it as their ``device``, so the default
+    ``Config.dense_device="auto"`` can follow a model on a GPU. Never raises.
+    """
+    try:
+        dev = getattr(model, "device", None)
+        if dev is None:
+            kwargs = getattr(model, "model_kwargs", None)
+            dev = kwargs.get("device") if isinstance(kwargs, dict) else None
+        for attr in ("_client", "client", "_model"):
+            if dev is not None:
+                break
+            dev = getattr(getattr(model, attr, None), "device", None)
+    except Exception:  # noqa: BLE001 - a model's odd attribute must never break opening a store
+        return None
+    return str(dev) if dev is not None and str(dev).strip() else None

@@ -97,3 +97,32 @@ async def test_sgmem_embedder_as_langchain_embeddings(embedder: sgmem.Embedder) 
     assert await emb.aembed_documents([]) == []
     with pytest.raises(sgmem.InvalidInputError, match="Embedder"):
         SGMemEmbeddings(object())  # type: ignore[arg-type]
+
+
+class _DeviceEmbeddings(DeterministicFakeEmbedding):
+    """A fake model that says where it runs, as ``HuggingFaceEmbeddings(model_kwargs={"device": ...})`` does."""
+
+    model_kwargs: dict = {}  # noqa: RUF012 - a pydantic field, as in HuggingFaceEmbeddings
+
+
+class _Client:
+    def __init__(self, device: str) -> None:
+        self.device = device
+
+
+def test_embedder_wrapper_reports_the_models_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LangChainEmbedder.device: the wrapped model's device (its model_kwargs, or its loaded client's), so the
+    default Config.dense_device="auto" scans where a GPU model runs; a model that does not say: None."""
+    from sgmem.retrieval import device as device_mod
+
+    assert LangChainEmbedder(DeterministicFakeEmbedding(size=16), name="f").device is None
+    on = LangChainEmbedder(_DeviceEmbeddings(size=16, model_kwargs={"device": "cuda:1"}), name="f")
+    assert on.device == "cuda:1"
+    loaded = _DeviceEmbeddings(size=16)
+    object.__setattr__(loaded, "_client", _Client("cuda:0"))
+    assert LangChainEmbedder(loaded, name="f").device == "cuda:0"
+    # a Memory follows it (PyTorch's CPU stands in for a GPU here)
+    monkeypatch.setattr(device_mod, "ACCELERATORS", (*device_mod.ACCELERATORS, "cpu"))
+    cpu = LangChainEmbedder(_DeviceEmbeddings(size=16, model_kwargs={"device": "cpu"}), name="f")
+    with sgmem.Memory(tmp_path / "m", embedder=cpu) as mem:
+        assert mem.config.dense_device == "cpu"

@@ -97,3 +97,29 @@ def test_embedder_wrapper_reports_a_wrong_dim() -> None:
 def test_bad_arguments_are_clear_errors(make: Any, field: str) -> None:
     with pytest.raises(sgmem.InvalidInputError, match=field):
         make()
+
+
+class _DeviceEmbedding(MockEmbedding):
+    """A mock model with a loaded sentence-transformers model that says where it runs."""
+
+    _model: Any = PrivateAttr(default=None)
+
+
+class _Loaded:
+    def __init__(self, device: str) -> None:
+        self.device = device
+
+
+def test_embedder_wrapper_reports_the_models_device(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LlamaIndexEmbedder.device: the device of the model it wraps (HuggingFaceEmbedding's loaded model), so
+    the default Config.dense_device="auto" scans where a GPU model runs; a model that does not say: None."""
+    from sgmem.retrieval import device as device_mod
+
+    assert LlamaIndexEmbedder(MockEmbedding(embed_dim=8)).device is None
+    model = _DeviceEmbedding(embed_dim=8)
+    model._model = _Loaded("cuda:0")
+    assert LlamaIndexEmbedder(model).device == "cuda:0"
+    monkeypatch.setattr(device_mod, "ACCELERATORS", (*device_mod.ACCELERATORS, "cpu"))
+    model._model = _Loaded("cpu")  # PyTorch's CPU stands in for a GPU here
+    with sgmem.Memory(tmp_path / "m", embedder=LlamaIndexEmbedder(model)) as mem:
+        assert mem.config.dense_device == "cpu"
