@@ -10,7 +10,8 @@ sgmem's own engine. This benchmark measures, in one process on the GPU host:
   ``--sentences`` sentences (LoCoMo dev is ≈11k sentences: later passes rename
   the speakers and the message ids, so every text is new and is embedded);
   the ratio ingest ÷ per-add raw embedding, over the whole ingest and over its
-  last 10 %, and the per-stage milliseconds per add;
+  last 10 %, and the per-stage milliseconds per add, with the adding
+  thread's main steps timed apart (``sub:`` stages, :func:`_substage_timers`);
 * ``Memory.add_many`` of ``--bulk`` sentences in one call vs the floor;
 * query latency per mode (GPU query embedding included) against GPU query
   embedding + FAISS ``IndexFlatIP`` top-10 over the same sentence vectors
@@ -154,6 +155,45 @@ def _adds(data: str, sentences: int) -> tuple[list[tuple[str, list[dict[str, Any
     return adds, texts, questions
 
 
+#: the adding thread's steps timed apart during the ingest: (module, class or None, attribute, stage name)
+SUBSTAGES = (
+    ("sgmem.write", None, "embed_texts", "sub: embed call"),
+    ("sgmem.write", None, "plan_add", "sub: keyword plan"),
+    ("sgmem.derived.engine", "DerivedEngine", "plan", "sub: derived plan"),
+    ("sgmem.write", None, "apply_add", "sub: transaction"),
+    ("sgmem.write", None, "finish_add", "sub: cache update"),
+)
+
+
+def _substage_timers(acc: dict[str, float]) -> Any:
+    """Wrap the add's main steps (:data:`SUBSTAGES`) so that their wall time on the calling thread adds up
+    in ``acc`` (ms); returns a function that restores them."""
+    import functools
+    import importlib
+
+    undo = []
+    for mod_name, cls_name, attr, name in SUBSTAGES:
+        mod = importlib.import_module(mod_name)
+        owner = getattr(mod, cls_name) if cls_name else mod
+        orig = getattr(owner, attr)
+
+        def timed(*a: Any, _orig: Any = orig, _name: str = name, **k: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return _orig(*a, **k)
+            finally:
+                acc[_name] = acc.get(_name, 0.0) + (time.perf_counter() - t) * 1e3
+
+        setattr(owner, attr, functools.wraps(orig)(timed))
+        undo.append((owner, attr, orig))
+
+    def restore() -> None:
+        for owner, attr, orig in reversed(undo):
+            setattr(owner, attr, orig)
+
+    return restore
+
+
 def _sync() -> None:
     try:
         import torch
@@ -245,6 +285,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         t_start = time.perf_counter()
         cfg = sgmem.Config(graph=sgmem.GraphConfig(knn_background=False)) if args.knn_inline else sgmem.Config()
         out["knn_background"] = cfg.graph.knn_background
+        sub: dict[str, float] = {}
+        restore = _substage_timers(sub)
         with sgmem.Memory(tmp / "store", embedder=timed, config=cfg) as mem:
             prof = None
             for i_add, (thread, msgs) in enumerate(adds):
@@ -257,10 +299,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     out["ingest_stopped"] = f"stopped after {args.max_ingest_s:.0f} s (--max-ingest-s)"
                     break
                 e0, t0 = timed.seconds, time.perf_counter()
+                sub.clear()
                 res = mem.add(msgs, scope=SCOPE, thread=thread)
                 _sync()
                 dt = time.perf_counter() - t0
-                per.append((res.sentences, dt, timed.seconds - e0, dict(res.timings_ms)))
+                per.append((res.sentences, dt, timed.seconds - e0, {**res.timings_ms, **sub}))
                 done += res.sentences
                 if prof is not None:
                     import io
@@ -277,6 +320,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         f"ingested {done:,} sentences, {done / (time.perf_counter() - t_start):,.0f}/s; last add {res.timings_ms}"
                     )
             ingest_s = time.perf_counter() - t_start
+            restore()  # the queries below are timed unwrapped
             sents = np.array([p[0] for p in per], dtype=np.float64)
             secs = np.array([p[1] for p in per])
             embs = np.array([p[2] for p in per])

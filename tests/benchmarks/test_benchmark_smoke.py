@@ -343,3 +343,36 @@ def test_ann_overlap_compares_the_approximate_index_with_the_exact_scan_on_real_
     # the embeddings are cached: a second run embeds nothing new and reuses the store
     again = ann_overlap.run(120, tmp_path / "ann", str(locomo_file), queries=5, embedder=embedder)
     assert "build_s" not in again and again["sentences"] == res["sentences"]
+
+
+def test_the_gpu_benchmark_times_the_adds_main_steps_apart(tmp_path: Path) -> None:
+    """benchmarks.gpu's sub-stages: each step of an add is timed on the calling thread (the embed call holds
+    the embedder's time), and the wrappers are gone afterwards (the queries are timed unwrapped)."""
+    import time
+
+    import sgmem.write
+    from benchmarks import gpu
+    from benchmarks.soak import HashingEmbedder
+    from sgmem.derived.engine import DerivedEngine
+
+    class Slow(HashingEmbedder):
+        def embed(self, texts: Any) -> np.ndarray:
+            time.sleep(0.02)
+            return super().embed(texts)
+
+    before = (sgmem.write.apply_add, DerivedEngine.plan)
+    acc: dict[str, float] = {}
+    restore = gpu._substage_timers(acc)
+    try:
+        with sgmem.Memory(tmp_path / "m", embedder=Slow(16)) as mem:
+            mem.add(
+                [{"role": "user", "content": f"My cat Tom likes tuna number {i}. He sleeps a lot."} for i in range(6)],
+                scope="u",
+                thread="t",
+            )
+    finally:
+        restore()
+    assert set(acc) == {name for *_, name in gpu.SUBSTAGES}
+    assert acc["sub: embed call"] >= 20.0  # the embedder's 20 ms
+    assert all(v > 0 for v in acc.values())
+    assert (sgmem.write.apply_add, DerivedEngine.plan) == before
