@@ -376,3 +376,24 @@ def test_the_gpu_benchmark_times_the_adds_main_steps_apart(tmp_path: Path) -> No
     assert acc["sub: embed call"] >= 20.0  # the embedder's 20 ms
     assert all(v > 0 for v in acc.values())
     assert (sgmem.write.apply_add, DerivedEngine.plan) == before
+
+
+def test_the_gpu_benchmark_pairs_each_add_with_its_texts_embedded_raw(tmp_path: Path, locomo_file: Path) -> None:
+    """benchmarks.gpu on this CPU at a toy size: each add is compared with its own texts embedded raw right
+    before it, and that raw embedding is not counted as ingest time."""
+    from benchmarks import gpu
+    from sgmem.embed.minilm import _bundled_model_path
+
+    model = _bundled_model_path()
+    assert model is not None, "the offline extra bundles MiniLM"
+    out = tmp_path / "gpu.json"
+    args = ["run", "--model", model, "--data", str(locomo_file), "--device", "cpu", "--sentences", "150"]
+    assert gpu.main([*args, "--queries", "0", "--bulk", "0", "--no-ann", "--json", str(out)]) == 0
+    ing = json.loads(out.read_text(encoding="utf-8"))["ingest"]
+    pr = ing["paired"]
+    assert pr["raw_s"] > 0 and pr["add_s"] > 0
+    assert pr["ratio"] == pytest.approx(pr["raw_s"] / pr["add_s"])
+    assert 0.0 < pr["ratio_first10"] and 0.0 < pr["ratio_last10"]
+    # the wall time of the ingest leaves the paired raw embedding out
+    assert ing["seconds"] < pr["add_s"] + 0.5 * pr["raw_s"]
+    assert ing["seconds"] >= pr["add_s"]
