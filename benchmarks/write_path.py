@@ -25,6 +25,19 @@ calling thread (an add's HNSW insertion, finished while the next add
 embeds) shows there and not in the engine-only figures. It simulates the
 wait only: a real GPU embedder also spends CPU on tokenising and launching
 kernels, so this is an upper bound of what the overlap gains on a GPU host.
+
+``--behind`` (with ``--embed-us``) also times the bound of a write-behind of
+today's engine, in processes of its own alternating with the sequential
+ones: the caller only segments an add and embeds its texts, and one worker
+thread plans and writes the adds in order (what a ``Memory.add`` that
+returned once the raw messages were stored would leave to the background).
+The adds' embedding then overlaps the engine's work on the previous ones,
+so ingest ÷ per-add embedding (here the caller's embedding of the adds'
+texts over the wall time) is bounded by the embedding's time over the
+worker's, whatever the embedder: the figure says how far taking the engine
+off the add's path can go before the engine itself must be faster. The
+sequential figure above counts the derived memory's embeddings as
+embedding; this one counts them as the worker's.
 """
 
 from __future__ import annotations
@@ -72,8 +85,11 @@ def _build(store: Path, kind: str, data: str, size: int) -> None:
     (store / "adds.json").write_text(json.dumps({"adds": done, "sentences": n}))
 
 
-def _time(store: Path, kind: str, data: str, size: int, n_adds: int, embed_us: float = 0.0) -> dict[str, Any]:
-    """One repeat, in this process: the engine ms of each of the next ``n_adds`` adds."""
+def _time(
+    store: Path, kind: str, data: str, size: int, n_adds: int, embed_us: float = 0.0, behind: bool = False
+) -> dict[str, Any]:
+    """One repeat, in this process: the engine ms of each of the next ``n_adds`` adds (``behind``: the
+    write-behind bound's whole wall time and embedder time instead, :func:`_behind`)."""
     import sgmem
     from benchmarks.scale import STAGES, _stages, _Timed
 
@@ -101,6 +117,8 @@ def _time(store: Path, kind: str, data: str, size: int, n_adds: int, embed_us: f
         shutil.copytree(store, Path(d) / "m")
         with sgmem.Memory(Path(d) / "m", embedder=emb) as mem:
             mem.search("warm up", scope="s", k=1)
+            if behind:
+                return {**_behind(mem, emb, todo), "load": os.getloadavg()[0], "code": sgmem.__file__}
             for thread, msgs in todo:
                 e0, c0, ec0, w0 = emb.seconds, time.process_time(), cpu_in_embedder[0], time.perf_counter()
                 res = mem.add(msgs, scope="s", thread=thread)
@@ -109,6 +127,61 @@ def _time(store: Path, kind: str, data: str, size: int, n_adds: int, embed_us: f
                 cpu = (time.process_time() - c0 - (cpu_in_embedder[0] - ec0)) * 1e3
                 rows.append([res.sentences, cpu, *_stages(res.timings_ms, emb_ms), total - emb_ms, emb_ms, total])
     return {"rows": rows, "stages": list(STAGES), "load": os.getloadavg()[0], "code": sgmem.__file__}
+
+
+def _behind(mem: Any, emb: Any, todo: list[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
+    """The write-behind bound: segment and embed on this thread, plan and write on one worker, in order.
+
+    The first add runs alone (a fresh process's one-off loads), as the
+    sequential repeats leave out their first add. ``embed_ms`` is this
+    thread's embedding of the adds' texts (what the per-add raw baseline
+    embeds); the derived memory's own embeddings run on the worker and are
+    part of its ``worker_ms``.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sgmem.ingest import text_hash
+    from sgmem.write import commit_add, plan_prepared, segment_add
+
+    thread, msgs = todo[0]
+    mem.add(msgs, scope="s", thread=thread)
+    busy: list[float] = []
+
+    def write(p: Any, vecs: dict[str, np.ndarray]) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return commit_add(mem, plan_prepared(mem, p, vecs))
+        finally:
+            busy.append(time.perf_counter() - t0)
+
+    w0, caller, embed_s = time.perf_counter(), 0.0, 0.0
+    with ThreadPoolExecutor(1, thread_name_prefix="write-behind") as worker:
+        futs = []
+        for thread, msgs in todo[1:]:
+            c0 = time.perf_counter()
+            p = segment_add(mem, msgs, "s", thread, None)
+            texts = p.prep.sentence_texts if p.prep is not None else []
+            keys = [text_hash(t) for t in texts]
+            with mem._lock:  # the vectors a stored text already has, as Memory.add looks them up
+                sid = mem._store.scope_id("s")
+                known = mem._store.vectors_by_hash(sid, keys) if sid is not None else {}
+            todo_keys = {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
+            vecs = dict(known)
+            if todo_keys:
+                e0 = time.perf_counter()
+                vecs.update(zip(todo_keys, emb.embed(list(todo_keys.values())), strict=True))
+                embed_s += time.perf_counter() - e0
+            futs.append(worker.submit(write, p, vecs))
+            caller += time.perf_counter() - c0
+        sentences = sum(f.result().sentences for f in futs)
+    return {
+        "sentences": sentences,
+        "adds": len(todo) - 1,
+        "wall_ms": (time.perf_counter() - w0) * 1e3,
+        "embed_ms": embed_s * 1e3,
+        "caller_ms": caller * 1e3,
+        "worker_ms": sum(busy) * 1e3,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,20 +198,31 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="also sleep this many µs per embedded text (an accelerator's latency; see the module docstring)",
     )
+    ap.add_argument(
+        "--behind",
+        action="store_true",
+        help="with --embed-us: also time the write-behind bound (see the module docstring)",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--child-behind", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     store = Path(a.workdir) / f"{a.workload}-{a.size}"
     if a.child:
-        print(json.dumps(_time(store, a.workload, a.data, a.size, a.adds, a.embed_us)))
+        print(json.dumps(_time(store, a.workload, a.data, a.size, a.adds, a.embed_us, a.child_behind)))
         return 0
+    if a.behind and a.embed_us <= 0:
+        ap.error("--behind needs --embed-us: the bound is the embedding's overlap with the engine")
     if not (store / "adds.json").is_file():
         shutil.rmtree(store, ignore_errors=True)
         store.mkdir(parents=True)
         _build(store, a.workload, a.data, a.size)
     cmd = [sys.executable, "-m", "benchmarks.write_path", *(argv if argv is not None else sys.argv[1:]), "--child"]
-    runs = [
-        json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout) for _ in range(a.repeats)
-    ]
+    runs, behind = [], []
+    for _ in range(a.repeats):  # the write-behind bound's processes alternate with the sequential ones
+        runs.append(json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout))
+        if a.behind:
+            out = subprocess.run([*cmd, "--child-behind"], check=True, capture_output=True, text=True).stdout
+            behind.append(json.loads(out))
     st = np.array([r["rows"][1:] for r in runs])  # the first add of a fresh process pays one-off loads: left out
     sent = st[0, :, 0].sum()
     cpu = st[:, :, 1].min(axis=0).sum() / sent * 1e3
@@ -160,6 +244,16 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"simulated embedder latency {a.embed_us:g} µs/text: add wall {total / sent * 1e3:.0f} µs/sentence, "
             f"of which embedding {emb_ms / sent * 1e3:.0f}; ingest ÷ per-add embedding {emb_ms / total:.2f}"
+        )
+    if behind:
+        b = min(behind, key=lambda r: r["wall_ms"] / max(r["embed_ms"], 1e-9))  # the repeat nearest the bound
+        print(
+            f"write-behind bound (the caller segments and embeds, one worker plans and writes in order): add wall "
+            f"{b['wall_ms'] / b['sentences'] * 1e3:.0f} µs/sentence, of which the caller's embedding of the adds' "
+            f"texts {b['embed_ms'] / b['sentences'] * 1e3:.0f}; ingest ÷ per-add embedding "
+            f"{b['embed_ms'] / b['wall_ms']:.2f}; per add, the caller {b['caller_ms'] / b['adds']:.1f} ms and "
+            f"the worker {b['worker_ms'] / b['adds']:.1f} ms (its derived memory's embeddings included); "
+            f"{b['adds']} adds in {b['wall_ms']:.0f} ms, {b['embed_ms']:.0f} ms of them the caller's embedding"
         )
     return 0
 

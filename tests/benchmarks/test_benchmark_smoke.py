@@ -312,6 +312,54 @@ def test_write_path_reports_the_engine_cost_of_an_add_by_stage(
     assert int(r.group(1)) > 0 and 0 < float(r.group(2)) <= 1, out
 
 
+def test_write_path_times_the_write_behind_bound_next_to_the_sequential_adds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--behind: the caller segments and embeds, one worker plans and writes in order; the adds all land,
+    and the embedding's sleep overlaps the engine's work, which sequential adds cannot do."""
+    from benchmarks import write_path
+
+    args = ["--workload", "synth", "--size", "300", "--adds", "8", "--repeats", "2", "--workdir", str(tmp_path)]
+    with pytest.raises(SystemExit):  # the bound is the embedding's overlap: it needs an embedding latency
+        write_path.main([*args, "--behind"])
+    capsys.readouterr()
+    assert write_path.main([*args, "--embed-us", "5000", "--behind"]) == 0
+    out = capsys.readouterr().out
+    wb = re.search(
+        r"write-behind bound .*ingest ÷ per-add embedding ([\d.]+); per add, the caller ([\d.]+) ms and the "
+        r"worker ([\d.]+) ms .*; (\d+) adds in (\d+) ms, (\d+) ms of them the caller's embedding",
+        out,
+    )
+    assert wb is not None, out
+    ratio, caller, worker, adds, wall, embedding = (float(x) for x in wb.groups())
+    assert 0 < ratio <= 1 and adds == 7 and caller > 0, out
+    # the worker's writing overlaps the caller's embedding: the adds take less than the two one after the
+    # other (5 ms per text of waiting, far more than the engine's work: only the last add's write shows)
+    assert worker > 0 and wall < embedding + 0.6 * adds * worker, out
+
+
+def test_the_write_behind_bound_stores_what_sequential_adds_store(tmp_path: Path) -> None:
+    """The bound's adds are real adds: every message stored in order, and the same search results as the
+    same adds made one Memory.add at a time."""
+    from benchmarks import write_path
+    from benchmarks.scale import _Timed
+
+    todo = write_path._workload("synth", "", 400)[:6]
+    with (
+        sgmem.Memory(tmp_path / "behind", embedder=_Timed()) as wb,
+        sgmem.Memory(tmp_path / "seq", embedder=_Timed()) as sq,
+    ):
+        got = write_path._behind(wb, wb.embedder, todo)
+        for thread, msgs in todo:
+            sq.add(msgs, scope="s", thread=thread)
+        assert got["adds"] == len(todo) - 1 and got["sentences"] > 0
+        replay = [(m.thread, m.content) for m in wb.messages(scope="s")]
+        assert replay == [(m.thread, m.content) for m in sq.messages(scope="s")]
+        assert replay == [(t, m["content"]) for t, msgs in todo for m in msgs]
+        query = todo[-1][1][0]["content"]
+        assert [h.text for h in wb.search(query, scope="s", k=5)] == [h.text for h in sq.search(query, scope="s", k=5)]
+
+
 def test_host_probe_times_queries_by_scan_threads_and_adds_by_write_setting(tmp_path: Path, locomo_file: Path) -> None:
     from benchmarks import host_probe
 
