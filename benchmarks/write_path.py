@@ -140,7 +140,7 @@ def _behind(mem: Any, emb: Any, todo: list[tuple[str, list[dict[str, Any]]]]) ->
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from sgmem.ingest import text_hash
+    from sgmem.ingest import embed_texts, text_hash
     from sgmem.write import commit_add, plan_prepared, segment_add
 
     thread, msgs = todo[0]
@@ -165,12 +165,10 @@ def _behind(mem: Any, emb: Any, todo: list[tuple[str, list[dict[str, Any]]]]) ->
             with mem._lock:  # the vectors a stored text already has, as Memory.add looks them up
                 sid = mem._store.scope_id("s")
                 known = mem._store.vectors_by_hash(sid, keys) if sid is not None else {}
-            todo_keys = {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
-            vecs = dict(known)
-            if todo_keys:
-                e0 = time.perf_counter()
-                vecs.update(zip(todo_keys, emb.embed(list(todo_keys.values())), strict=True))
-                embed_s += time.perf_counter() - e0
+            e0 = time.perf_counter()
+            out, _ = embed_texts(emb, texts, known, mem.config.embed_batch_size)  # as Memory.add embeds
+            embed_s += time.perf_counter() - e0
+            vecs = dict(zip(keys, out, strict=True))
             futs.append(worker.submit(write, p, vecs))
             caller += time.perf_counter() - c0
         sentences = sum(f.result().sentences for f in futs)
