@@ -487,3 +487,42 @@ def test_the_gpu_benchmark_pairs_each_add_with_its_texts_embedded_raw(tmp_path: 
     # the wall time of the ingest leaves the paired raw embedding out
     assert ing["seconds"] < pr["add_s"] + 0.5 * pr["raw_s"]
     assert ing["seconds"] >= pr["add_s"]
+
+
+def test_the_overlap_benchmark_runs_the_engine_beside_the_embedding_in_a_thread_and_in_a_process(
+    tmp_path: Path, locomo_file: Path
+) -> None:
+    """benchmarks.overlap on this CPU at a toy size: the engine stores every add in each setting, runs on a
+    thread of this process or in a child process as labelled, and runs while this process embeds."""
+    from benchmarks import overlap
+    from benchmarks.gpu import _adds
+    from sgmem.embed.minilm import _bundled_model_path
+
+    model = _bundled_model_path()
+    assert model is not None, "the offline extra bundles MiniLM"
+    out = tmp_path / "overlap.json"
+    args = ["--model", model, "--data", str(locomo_file), "--device", "cpu", "--sentences", "300"]
+    assert overlap.main([*args, "--raw-adds", "3", "--python-thread-adds", "1", "--json", str(out)]) == 0
+    r = json.loads(out.read_text(encoding="utf-8"))
+    _, texts, _ = _adds(str(locomo_file), 300)
+    assert r["engine_sentences"] == sum(map(len, texts[1:])) > 0
+    for key in ("engine_alone", "thread", "process"):  # every add stored, with no embedding call
+        assert r[key]["engine_sentences"] == r["engine_sentences"]
+    assert r["engine_alone"]["pid"] != r["parent_pid"]
+    assert r["thread"]["pid"] == r["parent_pid"]
+    assert r["process"]["pid"] != r["parent_pid"]
+    for key in ("thread", "process"):  # the embedding ran while the engine did, and until it was done
+        v = r[key]
+        assert v["embed"]["start"] < v["end"] <= v["embed"]["end"]
+        assert v["bound"] == pytest.approx(min(v["embed"]["per_s"], v["engine_per_s"]) / r["raw_per_s"])
+    assert r["raw_per_s"] == max(r["raw_before"]["per_s"], r["raw_after"]["per_s"])
+    raw, eng = r["raw_per_s"], r["engine_alone"]["engine_per_s"]
+    assert r["sequential_bound"] == pytest.approx(eng / (raw + eng))
+    assert r["embed_next_to_python_thread"]["adds"] == 1
+
+
+def test_the_overlap_benchmark_refuses_a_workload_it_cannot_time(locomo_file: Path) -> None:
+    from benchmarks import overlap
+
+    with pytest.raises(SystemExit):
+        overlap.main(["--model", "x", "--data", str(locomo_file), "--sentences", "0"])
