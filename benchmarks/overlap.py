@@ -34,6 +34,7 @@ import json
 import multiprocessing as mp
 import os
 import queue
+import shutil
 import sys
 import tempfile
 import threading
@@ -86,11 +87,19 @@ def _engine(store: str, adds: list[Any], vec_path: str, texts_path: str, q: Any,
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Measure; the temporary stores and model copy are removed afterwards."""
+    tmp = Path(tempfile.mkdtemp(prefix="sgmem-overlap-"))
+    try:
+        return _measure(args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # three stores of --sentences each, and a model
+
+
+def _measure(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     from sgmem.embed.minilm import DEFAULT_MODEL_NAME, SentenceTransformerEmbedder
 
     from .gpu import _adds, _sync, unpack
 
-    tmp = Path(tempfile.mkdtemp(prefix="sgmem-overlap-"))
     model = str(unpack(Path(args.pack), tmp / "model")) if args.pack else args.model
     emb = SentenceTransformerEmbedder(model, name=DEFAULT_MODEL_NAME, dim=384, device=args.device, batch_size=256)
     emb.load()
@@ -100,7 +109,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if len(adds) < 2:
         raise SystemExit("--sentences is too small: the workload needs at least two adds")
     distinct = sorted({t for ts in texts for t in ts})
-    vecs = np.concatenate([emb.embed(distinct[i : i + 256]) for i in range(0, len(distinct), 256)]).astype(np.float32)
+    vecs = np.asarray(emb.embed(distinct), dtype=np.float32)  # the embedder batches them (256)
     np.save(tmp / "vectors.npy", vecs)
     (tmp / "texts.json").write_text(json.dumps(distinct), encoding="utf-8")
     out: dict[str, Any] = {
