@@ -1,4 +1,4 @@
-"""The ``sgmem`` command line: demo, ingest, search, context, stats, eval, calibrate.
+"""The ``sgmem`` command line: demo, ingest, search, context, stats, eval, calibrate, mcp.
 
 Stores default to ``$SGMEM_PATH`` or ``./.sgmem``; pass ``--path`` to choose.
 """
@@ -356,6 +356,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """Serve one store and scope over the Model Context Protocol (:mod:`sgmem.mcp`)."""
+    from .mcp import main as mcp_main
+
+    return mcp_main(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sgmem", description="Long-term memory for LLM agents (no server, no LLM needed).")
     sub = p.add_subparsers(dest="command", required=True)
@@ -457,6 +464,13 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--cache", default=None, help="directory for an embedding cache")
     cal.add_argument("--json", action="store_true", help="print the result as JSON")
     cal.set_defaults(func=cmd_calibrate)
+
+    from .mcp import add_arguments as mcp_arguments  # no SDK import until the command runs
+
+    m = sub.add_parser("mcp", help="serve one scope's memory to MCP clients (stdio, or streamable HTTP)")
+    mcp_arguments(m)
+    with_path(m)
+    m.set_defaults(func=cmd_mcp)
     return p
 
 

@@ -1,0 +1,35 @@
+"""A ``sgmem mcp`` server on the small test embedder: ``python -m tests.integration.mcp.server --path P --scope S``.
+
+The same :func:`sgmem.mcp.serve` as the ``sgmem mcp`` command, with
+``tests.unit.helpers.HashEmbedder`` instead of MiniLM, so the tests start
+server processes in a second rather than a model load (one test runs the real
+command with the default embedder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import sgmem  # noqa: E402
+from sgmem.mcp import SCOPE_ENV, serve  # noqa: E402
+from tests.unit.helpers import HashEmbedder  # noqa: E402
+
+EMBEDDER = {"name": "fake-hash", "dim": 8}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--path", required=True)
+    p.add_argument("--scope", default=os.environ.get(SCOPE_ENV))
+    args = p.parse_args()
+    with sgmem.Memory(args.path, embedder=HashEmbedder(**EMBEDDER), preload=True) as mem:  # type: ignore[arg-type]
+        serve(mem, args.scope)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
