@@ -7,7 +7,7 @@ tokens per task:
 
 * **sgmem, every LLM feature** — ``Memory(llm=...)`` with the paper's
   keyword write path turned on (``PyramidConfig(llm_keywords=True)``):
-  keyword extraction and matching (MGRetrieval), facts, merges on the novelty
+  keyword extraction and grouping (MGRetrieval), facts, merges on the novelty
   gate's Update decisions, summaries and insights;
 * **sgmem default with an LLM** — ``Memory(llm=...)`` as shipped: the same
   without LLM keywords (the lexical rule writes the keyword index);
@@ -69,7 +69,7 @@ def _task_prefixes() -> list[tuple[str, str]]:
 
     names = {
         "PYRAMID_KEYWORD_EXTRACTION": "keywords: extract",
-        "PYRAMID_KEYWORD_MATCHING": "keywords: match",
+        "PYRAMID_KEYWORD_GROUPING": "keywords: group",
         "PYRAMID_QUERY_KEYWORDS": "query keywords",
         "PYRAMID_REFLECT": "reflect",
         "FACT_EXTRACTION": "facts",
@@ -128,9 +128,13 @@ class CountingLLM:
     def _answer(self, task: str, prompt: str) -> str:
         if task == "keywords: extract":
             return json.dumps(_words(_section(prompt, '"""', '"""'), 5))
-        if task == "keywords: match":
-            keys = [ln[2:].strip() for ln in _section(prompt, "New keywords:", "\n\n").splitlines() if ln.startswith("- ")]
-            return json.dumps({k: None for k in keys})
+        if task == "keywords: group":
+            keys = [
+                ln[2:].strip()
+                for ln in _section(prompt, "latest_total_keywords", "\n\n").splitlines()
+                if ln.startswith("- ")
+            ]
+            return json.dumps({"total": keys})
         if task == "facts":
             lines = re.findall(r"^\[(\d+)\] ([^(]+?) \([^)]*\): (.+)$", prompt, flags=re.MULTILINE)
             return json.dumps([{"fact": f"{who} said: {text.split('. ')[0]}", "sources": [int(j)]} for j, who, text in lines])

@@ -18,53 +18,53 @@ __all__ = [
     "SESSION_SUMMARY",
     "PYRAMID_KEYWORD_EXTRACTION",
     "PYRAMID_KEYWORD_GROUPING",
-    "PYRAMID_KEYWORD_MATCHING",
     "PYRAMID_QUERY_KEYWORDS",
     "PYRAMID_REFLECT",
 ]
 
 # --------------------------------------------------------------------------
-# MGRetrieval, reflective keyword-pyramid retrieval (ALGORITHMS §3). The paper's
-# prompt texts are not public (§3.6 [U]); these follow its described roles.
+# MGRetrieval, reflective keyword-pyramid retrieval (ALGORITHMS §3). The write-side
+# prompts follow the seed's Figures 11-12 (paraphrased, one speaker's turn per
+# memory); the query-side texts are not public (§3.6 [U]) and follow their roles.
 
-#: §3.2 step 1: salient keywords of one memory (one dialogue turn).
+#: §3.2 step 1 (the seed's Figure 11, one speaker's turn): keywords copied exactly as written.
 PYRAMID_KEYWORD_EXTRACTION = """You index a conversation memory by its keywords.
 
 Message from {speaker} ({date}):
 \"\"\"{text}\"\"\"
 
-List the salient keywords of this message: people, places, organisations, objects, activities, events, \
-topics, dates and numbers. Use single words or short noun phrases in their base form, at most {limit}.
-Answer with a JSON list of strings only, for example ["pottery", "Sweden", "adoption agency"]."""
+Extract 1-{limit} keywords from this message, following these rules:
+- Copy every keyword exactly as it is written in the message. Extract only what appears in the text; do not \
+infer, paraphrase, normalise or summarise.
+- Split a multi-word phrase or a hyphenated compound into its single words, returned in their original order; \
+those words together count as one keyword. Do not merge, rewrite or reorder words, and do not drop a word of a \
+person's, place's, organisation's, title's or event's name.
+- Prefer proper nouns (person, place and organisation names, titles), then concrete events or activities, then \
+important objects or topics, then adjectives or verbs only when they carry the core meaning.
+- Leave out greetings, politeness, pronouns, question words, interjections, discourse markers, generic praise, \
+vague time words and wrapper words such as great, nice, okay, time, talk, again, photo, image, picture, general.
+- Order by importance; drop duplicates and near-duplicates; do not pad to fill the quota.
+Answer with a JSON list of strings only, for example ["Caroline", "pottery", "class", "Sweden"]."""
 
-#: §3.2 step 2: map new keywords onto the canonical vocabulary.
-PYRAMID_KEYWORD_MATCHING = """You keep a vocabulary of canonical keywords for a memory index.
+#: §3.2 step 2 (the seed's Figure 12): keep every new keyword, append the existing keywords it can be grouped under.
+PYRAMID_KEYWORD_GROUPING = """You file a conversation memory under the keywords of a memory index.
 
-Existing vocabulary entries:
-{vocabulary}
+Message from {speaker} ({date}):
+\"\"\"{text}\"\"\"
 
-New keywords:
+latest_total_keywords (extracted from this message):
 {keywords}
 
-For each new keyword, give the existing entry that denotes the same concept (a synonym, a spelling or \
-inflection variant), or null when no entry does. Do not map merely related concepts.
-Answer with one JSON object only, mapping every new keyword to an entry or null, for example \
-{{"puppy": "dog", "kayak": null}}."""
-
-#: §3.2 step 2, as published: the broader existing keywords a memory is also filed under.
-PYRAMID_KEYWORD_GROUPING = """You file a conversation memory under the index terms it belongs to.
-
-Keywords of the memory:
-{keywords}
-
-Index terms already in use:
+database_keywords (already in the index):
 {vocabulary}
 
-For each keyword of the memory, list the index terms it can be grouped under: broader categories or \
-topics that include it (for example "Chicago" under "city" or "travel", "kickboxing" under "martial arts" \
-or "sport"), or [] when none does. A keyword is never grouped under itself or a mere synonym.
-Answer with one JSON object only, mapping every keyword of the memory to a list of index terms copied \
-exactly as written, for example {{"Chicago": ["city"], "pizza": []}}."""
+Decide whether one or more latest keywords can be grouped under an existing database keyword: a broader \
+category or topic that includes it, or the same concept (for example "Chicago" under "city" or "travel", \
+"kickboxing" under "sport"). Rules:
+- total must contain every keyword from latest_total_keywords, in their original order; remove none.
+- Then append only database keywords, copied exactly as written, under which a latest keyword can be grouped.
+- Never invent a keyword outside database_keywords.
+Answer with one JSON object only, for example {{"total": ["Chicago", "weekend", "city"]}}."""
 
 #: §3.3: select query keywords from the vocabulary.
 PYRAMID_QUERY_KEYWORDS = """Question: {question}

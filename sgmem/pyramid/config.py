@@ -79,14 +79,16 @@ class PyramidConfig:
         query_cosine: a query word that is not in the vocabulary maps to its
             nearest vocabulary entry at or above this cosine (§3.7 suggests
             0.6); ``None`` (default) turns it off. When either cosine is set (or
-            an LLM matches keywords), each add embeds its new keywords, in one
+            an LLM groups keywords), each add embeds its new keywords, in one
             batch; entries stored without a vector are never cosine-matched.
         group_cosine: keyword grouping as published (§3.2 step 2, ALGORITHMS §3.7
             revised): a memory keeps all its keywords and is also filed under
             existing vocabulary keywords one of them can be grouped under
-            (a broader category: "Chicago" under "city"). [D] Without an LLM,
-            "can be grouped under" is keyword-embedding cosine ≥ this; ``None``
-            turns grouping off (each add then embeds no keyword).
+            (a broader category: "Chicago" under "city"). With LLM keyword calls
+            (``llm_keywords``) grouping is always on and the model chooses; this
+            cosine is then only the rule for output it cannot use. [D] Without
+            an LLM, "can be grouped under" is keyword-embedding cosine ≥ this;
+            ``None`` (default) turns the rule off (each add then embeds no keyword).
         group_max: at most this many vocabulary keywords a memory is filed under.
         critical: c, critical memories kept per round without an LLM: the top-c
             of ``C ∪ N_r`` (§3.7 says 10; [D] 20, measured better).
@@ -110,21 +112,24 @@ class PyramidConfig:
             an LLM: tokens of memory text read over all rounds. Never exceeded.
         completion_reserve: tokens reserved for each LLM completion inside
             ``token_budget``.
-        llm_keywords: [D] with an LLM, extract and match each added turn's
-            keywords with it (§3.2: two calls per turn). Off by default: the
+        llm_keywords: [D] with an LLM, the paper's write path (§3.2): two calls
+            per added turn, extraction (words copied as written) and grouping
+            under broader existing keywords (the first turn of a scope, with
+            nothing to group under, makes only the first). Off by default: the
             lexical rule (§3.7) writes the keyword index even when the Memory
             has an LLM, because the paper's write path costs two LLM calls per
             turn — several times a Mem0-style write path's calls
             (``python -m benchmarks.write_cost``) — while the lexical index
             already beats BM25 by 9 points in pyramid mode. Queries in
             ``mode="pyramid"`` still use the LLM to select keywords and
-            reflect. Turn on for the paper's write path.
+            reflect. Turn on for the paper's write path; grouping then needs no
+            other setting.
         llm_in_hybrid: [D] whether the hybrid mode's pyramid channel may call
             the LLM (one call per round and query). Off by default: hybrid stays
             fast and offline; ``mode="pyramid"`` uses the LLM when one is given.
         llm_candidates: vocabulary entries shown to the LLM when it selects
-            query keywords or matches a new keyword (the full vocabulary would
-            not fit a prompt).
+            query keywords or groups a memory's keywords (the closest to them;
+            the full vocabulary would not fit a prompt).
     """
 
     depth: int = 4

@@ -3,15 +3,16 @@
 SQLite holds the truth (migration ``0003_keywords``):
 
 - ``vocabulary(id, scope_id, keyword, lemma, canonical_id, vec)``: one row per
-  lookup form. A canonical entry has ``canonical_id`` NULL; an alias (a form
-  merged into an entry: an LLM match, or cosine ≥ ``match_cosine``) points at
-  its entry and is deleted with it.
+  lookup form (``keyword`` keeps the words as an LLM copied them). A canonical
+  entry has ``canonical_id`` NULL; an alias (a form merged into an entry: a
+  shared stem, or cosine ≥ ``match_cosine``) points at its entry and is
+  deleted with it.
 - ``keyword_postings(keyword_id, message_id, scope_id)``: canonical entry →
   message, deleted with the message (``ON DELETE CASCADE``); entries left with
   no posting are pruned by :func:`prune` in the same transaction as the delete.
 
 The write is planned outside the store lock (:func:`plan_keywords`: extraction,
-one embedding batch for the add's new keywords, matching) and applied inside
+one embedding batch for the add's new keywords, grouping) and applied inside
 the add's transaction (:func:`apply_plan`), so keywords commit with the
 messages or not at all. :class:`KeywordIndex` is the per-scope in-memory copy
 (turn rows instead of message ids), cached on the scope's
@@ -27,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..prompts import PYRAMID_KEYWORD_EXTRACTION, PYRAMID_KEYWORD_GROUPING, PYRAMID_KEYWORD_MATCHING
+from ..prompts import PYRAMID_KEYWORD_EXTRACTION, PYRAMID_KEYWORD_GROUPING
 from ..store.batch import insert_with_ids
 from .config import PyramidConfig
 from .keywords import clean_llm_keywords, keyword_key, speaker_words, stem_key, turn_keywords
@@ -179,14 +180,18 @@ class KeywordPlan:
     """Keywords of one add, matched against the vocabulary but not yet stored.
 
     Attributes:
-        per_message: lookup forms per message, in message order.
+        per_message: lookup forms per message, in message order (a memory's own
+            keywords first, then the existing keywords it is grouped under).
         new: forms not in the vocabulary snapshot → (vector or None, the form
             of the existing/new entry it merges into, or None for a new entry).
+        surface: lookup form → the words as the LLM copied them from the text
+            (stored in ``vocabulary.keyword``); forms of the lexical rule are absent.
         usage: LLM calls made while planning.
     """
 
     per_message: list[list[str]]
     new: dict[str, tuple[np.ndarray | None, str | None]] = field(default_factory=dict)
+    surface: dict[str, str] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
 
 
@@ -205,7 +210,9 @@ def _llm_extract(
     dates: Sequence[str],
     cfg: PyramidConfig,
     usage: Usage,
+    surface: dict[str, str],
 ) -> list[list[str] | None]:
+    """One extraction call per memory (§3.2 step 1); the words as written go to ``surface``."""
     out: list[list[str] | None] = []
     for text, spk, date in zip(texts, speakers, dates, strict=False):
         prompt = PYRAMID_KEYWORD_EXTRACTION.format(
@@ -215,39 +222,12 @@ def _llm_extract(
         kws = clean_llm_keywords(raw, cfg.keywords_per_turn)
         if kws is None and raw is not None:
             usage.malformed += 1  # JSON, but not a list of strings
+        if kws is not None:
+            for item in raw:
+                key = keyword_key(item)
+                if key in kws:
+                    surface.setdefault(key, " ".join(item.split())[:64])
         out.append(kws)
-    return out
-
-
-def _llm_match(
-    llm: Any, keys: list[str], vecs: np.ndarray, snapshot: KeywordIndex, cfg: PyramidConfig, usage: Usage
-) -> dict[str, str | None] | None:
-    """One matching call for a message's new keywords; None when unusable."""
-    mat = snapshot.matrix()
-    if not len(mat) or not keys:
-        return {}
-    sims = vecs @ mat.T  # (keys, entries)
-    per_key = max(1, cfg.llm_candidates // max(len(keys), 1))
-    shown: list[str] = []
-    for i in range(len(keys)):
-        for j in np.argsort(-sims[i])[:per_key]:
-            w = snapshot.words[snapshot.entry_local[int(j)]]
-            if w not in shown:
-                shown.append(w)
-    prompt = PYRAMID_KEYWORD_MATCHING.format(
-        vocabulary="\n".join(f"- {w}" for w in shown[: cfg.llm_candidates]),
-        keywords="\n".join(f"- {k}" for k in keys),
-    )
-    raw = call_json(llm, prompt, usage, "match")
-    if not isinstance(raw, dict):
-        if raw is not None:
-            usage.malformed += 1
-        return None
-    out: dict[str, str | None] = {}
-    for k in keys:
-        v = raw.get(k)
-        target = keyword_key(v) if isinstance(v, str) else None
-        out[k] = target if target and target in snapshot.lookup else None
     return out
 
 
@@ -261,20 +241,28 @@ def plan_keywords(
     embed: Callable[[list[str]], np.ndarray] | None,
     llm: Any = None,
 ) -> KeywordPlan:
-    """Extract and match the keywords of an add's messages (no store access).
+    """Extract and group the keywords of an add's messages (no store access).
+
+    With an LLM this is the paper's write path (§3.2): two calls per memory,
+    extraction (words copied as written) and grouping under broader existing
+    keywords; a memory whose vocabulary is still empty makes only the first.
+    New forms that share a Snowball stem with an entry join it
+    (``stem_match``) and, with ``match_cosine``, so do forms whose embedding
+    is that close; neither costs an LLM call.
 
     Args:
         snapshot: the scope's vocabulary now (may be empty).
         n_turns: the scope's turns now (for IDF).
-        embed: embeds keywords (unit rows); None skips vectors and merging.
-        llm: optional; extraction and matching then use the prompts of
+        embed: embeds keywords (unit rows); None skips vectors and cosine rules.
+        llm: optional; extraction and grouping then use the prompts of
             :mod:`sgmem.prompts`, falling back to the lexical rule per message.
     """
     usage = Usage()
+    surface: dict[str, str] = {}
     lexical = turn_keywords(texts, speakers, cfg.keywords_per_turn, snapshot.df_key, n_turns, cfg.speaker_keyword)
     per_message = lexical
     if llm is not None:
-        got = _llm_extract(llm, texts, speakers, dates, cfg, usage)
+        got = _llm_extract(llm, texts, speakers, dates, cfg, usage, surface)
         per_message = []
         for lex, kws, spk in zip(lexical, got, speakers, strict=False):
             if kws is None:
@@ -288,10 +276,7 @@ def plan_keywords(
         for k in kws:
             if k not in snapshot.lookup and k not in new_keys:
                 new_keys.append(k)
-    plan = KeywordPlan(per_message, usage=usage)
-    _group_under(per_message, snapshot, cfg, embed, llm, usage)
-    if not new_keys:
-        return plan
+    plan = KeywordPlan(per_message, surface={k: v for k, v in surface.items() if k in new_keys}, usage=usage)
     merged: dict[str, str | None] = {k: None for k in new_keys}
     if cfg.stem_match:
         # a form sharing its stem with an entry (or an earlier new form) joins it: no embedding needed
@@ -303,23 +288,13 @@ def plan_keywords(
             else:
                 first = first_of_stem.setdefault(stem_key(k), k)
                 merged[k] = first if first != k else None
-    llm_match = llm is not None and len(snapshot) > 0
     want_vecs = embed is not None and (
-        cfg.match_cosine is not None or cfg.query_cosine is not None or cfg.group_cosine is not None or llm_match
+        cfg.match_cosine is not None or cfg.query_cosine is not None or cfg.group_cosine is not None or llm is not None
     )
     fresh = [k for k in new_keys if merged[k] is None]
     vecs = embed(fresh) if want_vecs and fresh and embed is not None else None
     vec_of = {k: vecs[i] for i, k in enumerate(fresh)} if vecs is not None else {}
-    if llm_match and vecs is not None:
-        for kws in per_message:
-            keys = [k for k in dict.fromkeys(kws) if k in vec_of and merged[k] is None]
-            if not keys:
-                continue
-            matched = _llm_match(llm, keys, np.stack([vec_of[k] for k in keys]), snapshot, cfg, usage)
-            if matched is None:
-                matched = _cosine_match(keys, vec_of, snapshot, cfg)
-            merged.update({k: v for k, v in matched.items() if v})
-    elif vecs is not None and cfg.match_cosine is not None:
+    if vecs is not None and cfg.match_cosine is not None:
         merged.update({k: v for k, v in _cosine_match(fresh, vec_of, snapshot, cfg).items() if v})
         # new keywords of this add that denote the same concept merge into the first one
         firsts: list[str] = []
@@ -332,6 +307,9 @@ def plan_keywords(
                     break
             else:
                 firsts.append(k)
+    _group_under(
+        per_message, snapshot, cfg, embed, llm, usage, texts, speakers, dates, {k: merged[k] or k for k in new_keys}
+    )
     plan.new = {k: (vec_of.get(k), merged[k]) for k in new_keys}
     return plan
 
@@ -341,78 +319,117 @@ def _group_under(
     snapshot: KeywordIndex,
     cfg: PyramidConfig,
     embed: Callable[[list[str]], np.ndarray] | None,
-    llm: Any = None,
-    usage: Usage | None = None,
+    llm: Any,
+    usage: Usage,
+    texts: Sequence[str],
+    speakers: Sequence[str | None],
+    dates: Sequence[str],
+    entry_of_new: dict[str, str],
 ) -> None:
-    """File each memory also under existing vocabulary keywords its keywords can be grouped under (§3.2 step 2).
+    """File each memory also under existing keywords its keywords can be grouped under (§3.2 step 2).
 
-    The memory keeps every keyword of its own; the entries appended are taken
-    only from the vocabulary as it was before this add ("Chicago" under an
-    existing "city"). With an LLM (write-time keyword calls on, ``llm_keywords``):
-    one grouping call per memory (:data:`sgmem.prompts.PYRAMID_KEYWORD_GROUPING`)
-    over the ``llm_candidates`` vocabulary entries closest to its keywords;
-    output it cannot use falls back to the rule for that memory. [D] The rule,
-    without an LLM: "can be grouped under" is a keyword embedding cosine ≥
-    ``group_cosine``. Either way at most ``group_max`` entries per memory,
-    closest first.
+    The memory keeps every keyword of its own, in order; the keywords appended
+    are taken from the vocabulary as it is when the memory arrives: the
+    scope's entries before this add and those of this add's earlier messages.
+    With an LLM (write-time keyword calls, ``llm_keywords``) this is always
+    on: one grouping call per memory
+    (:data:`sgmem.prompts.PYRAMID_KEYWORD_GROUPING`) shows the
+    ``llm_candidates`` entries closest to its keywords and appends what the
+    model appends, in its order; output it cannot use falls back to the rule
+    for that memory. [D] The rule, without an LLM: "can be grouped under" is a
+    keyword embedding cosine ≥ ``group_cosine`` (``None``: no rule).
+    Either way at most ``group_max`` keywords per memory.
     """
-    if cfg.group_cosine is None or embed is None:
+    if llm is None and (cfg.group_cosine is None or embed is None):
         return
-    mat = snapshot.matrix()
     keys = list(dict.fromkeys(k for kws in per_message for k in kws))
-    if not len(mat) or not keys:
+    if not keys:
         return
-    sims = embed(keys) @ mat.T
+    # the pool a memory may be grouped under: entry words with their vectors (vocabulary rows, then this add's)
+    snap_mat = snapshot.matrix()
+    pool_words = [snapshot.words[loc] for loc in snapshot.entry_local]
+    in_pool = set(pool_words)
+    has_vecs = embed is not None and (len(snap_mat) > 0 or bool(entry_of_new))
+    key_vecs = embed(keys) if has_vecs and embed is not None else None
     row = {k: i for i, k in enumerate(keys)}
-    for kws in per_message:
-        own = set(kws)
-        if not own:
-            continue
-        best: dict[str, float] = {}
-        chosen = _llm_group(llm, list(dict.fromkeys(kws)), sims, row, snapshot, cfg, usage) if llm is not None else None
+    unvectored = [w for w in snapshot.words if w not in in_pool] if llm is not None else []
+    added: list[str] = []  # entries created by earlier messages of this add
+    for i, kws in enumerate(per_message):
+        own = list(dict.fromkeys(kws))
+        if own:
+            extra_words = [w for w in added if w not in own]
+            if key_vecs is not None and extra_words:
+                extra = np.stack([key_vecs[row[w]] for w in extra_words])
+                mat = np.concatenate([snap_mat, extra]) if len(snap_mat) else extra
+            else:
+                mat = snap_mat if key_vecs is not None else np.zeros((0, 1), dtype=np.float32)
+            words = pool_words + extra_words if key_vecs is not None else []
+            sims = key_vecs[[row[k] for k in own]] @ mat.T if key_vecs is not None and len(mat) else None
+            chosen: list[str] | None = None
+            if llm is not None:
+                fallback = [w for w in unvectored + added if w not in own and w not in words]
+                chosen = _llm_group(llm, own, words, sims, fallback, i, texts, speakers, dates, cfg, usage)
+            if chosen is None and cfg.group_cosine is not None and sims is not None:
+                best: dict[str, float] = {}
+                for a, j in zip(*np.nonzero(sims >= cfg.group_cosine), strict=True):
+                    w = words[int(j)]
+                    if w not in own and float(sims[a, j]) > best.get(w, -1.0):
+                        best[w] = float(sims[a, j])
+                chosen = sorted(best, key=lambda w: -best[w])
+            if chosen:
+                kws.extend(chosen[: cfg.group_max])
         for k in own:
-            for j in np.flatnonzero(sims[row[k]] >= cfg.group_cosine) if chosen is None else chosen.get(k, []):
-                w = snapshot.words[snapshot.entry_local[int(j)]]
-                if w not in own and float(sims[row[k], j]) > best.get(w, -1.0):
-                    best[w] = float(sims[row[k], j])
-        kws.extend(sorted(best, key=lambda w: -best[w])[: cfg.group_max])
+            entry = entry_of_new.get(k)
+            if entry is not None and entry not in added and entry not in in_pool:
+                added.append(entry)
 
 
 def _llm_group(
     llm: Any,
-    keys: list[str],
-    sims: np.ndarray,
-    row: dict[str, int],
-    snapshot: KeywordIndex,
+    own: list[str],
+    words: list[str],
+    sims: np.ndarray | None,
+    fallback: list[str],
+    i: int,
+    texts: Sequence[str],
+    speakers: Sequence[str | None],
+    dates: Sequence[str],
     cfg: PyramidConfig,
-    usage: Usage | None,
-) -> dict[str, list[int]] | None:
-    """One grouping call for a memory's keywords: keyword -> vocabulary rows it is grouped under; None when unusable."""
-    per_key = max(1, cfg.llm_candidates // max(len(keys), 1))
-    shown: dict[str, int] = {}  # entry word -> its vocabulary row (the closest one)
-    for k in keys:
-        for j in np.argsort(-sims[row[k]])[:per_key]:
-            w = snapshot.words[snapshot.entry_local[int(j)]]
-            if w not in keys:
-                shown.setdefault(w, int(j))
+    usage: Usage,
+) -> list[str] | None:
+    """One grouping call for a memory: the entries the model appends, in its order; None when unusable."""
+    shown: list[str] = []
+    if sims is not None:
+        per_key = max(1, cfg.llm_candidates // max(len(own), 1))
+        for a in range(len(own)):
+            for j in np.argsort(-sims[a])[:per_key]:
+                w = words[int(j)]
+                if w not in own and w not in shown:
+                    shown.append(w)
+    # entries without a vector (stored before vectors were kept, or no embedder) are shown after the closest
+    shown += [w for w in fallback if w not in shown]
+    shown = shown[: cfg.llm_candidates]
     if not shown:
-        return {}
+        return []  # nothing to group under: no call
     prompt = PYRAMID_KEYWORD_GROUPING.format(
-        keywords="\n".join(f"- {k}" for k in keys),
-        vocabulary="\n".join(f"- {w}" for w in list(shown)[: cfg.llm_candidates]),
+        speaker=speakers[i] or "someone",
+        date=dates[i],
+        text=texts[i],
+        keywords="\n".join(f"- {k}" for k in own),
+        vocabulary="\n".join(f"- {w}" for w in shown),
     )
-    raw = call_json(llm, prompt, usage if usage is not None else Usage(), "group")
-    if not isinstance(raw, dict):
-        if raw is not None and usage is not None:
+    raw = call_json(llm, prompt, usage, "group")
+    total = raw.get("total") if isinstance(raw, dict) else raw
+    if not isinstance(total, list):
+        if raw is not None:
             usage.malformed += 1
         return None
-    by_key = {keyword_key(str(k)): v for k, v in raw.items()}
-    out: dict[str, list[int]] = {}
-    for k in keys:
-        v = by_key.get(k, [])
-        if not isinstance(v, list):
-            continue
-        out[k] = [shown[t] for t in (keyword_key(x) for x in v if isinstance(x, str)) if t in shown]
+    allowed = set(shown)
+    out: list[str] = []
+    for item in total:
+        t = keyword_key(item) if isinstance(item, str) else ""
+        if t in allowed and t not in own and t not in out:
+            out.append(t)  # only database keywords are appended; the memory's own are kept as extracted
     return out
 
 
@@ -460,7 +477,7 @@ def apply_plan(
             resolved[lemma] = int(canonical if canonical is not None else db_id)
 
     def insert(key: str, canonical: int | None, vec: np.ndarray | None) -> int:
-        cur = conn.execute(_INSERT_VOCABULARY, (scope_id, key, key, canonical, _blob(vec)))
+        cur = conn.execute(_INSERT_VOCABULARY, (scope_id, plan.surface.get(key, key), key, canonical, _blob(vec)))
         db_id = int(cur.lastrowid)  # type: ignore[arg-type]
         applied.entries.append((db_id, key, canonical, vec))
         return db_id
@@ -473,7 +490,7 @@ def apply_plan(
         if key not in resolved and (target is None or target == key)
     ]
     if consecutive_ids:
-        values = [(scope_id, key, key, None, _blob(vec)) for key, vec in first]
+        values = [(scope_id, plan.surface.get(key, key), key, None, _blob(vec)) for key, vec in first]
         for (key, vec), db_id in zip(
             first, insert_with_ids(conn, "vocabulary", _INSERT_VOCABULARY, values), strict=True
         ):

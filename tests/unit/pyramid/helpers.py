@@ -30,14 +30,14 @@ def index_of(turns: list[list[str]], dim: int = 4) -> KeywordIndex:
 class ScriptedLLM:
     """An LLM whose replies are chosen by prompt kind; records every prompt.
 
-    ``replies`` maps a kind (``extract``, ``match``, ``select``, ``reflect``,
+    ``replies`` maps a kind (``extract``, ``group``, ``select``, ``reflect``,
     ``other``) to a string or to a function of the prompt returning one; a
     reply that is an Exception instance is raised.
     """
 
     KINDS = {
         "extract": "index a conversation memory",
-        "match": "vocabulary of canonical keywords",
+        "group": "file a conversation memory under",
         "select": "Select up to",
         "reflect": "reading them in rounds",
     }

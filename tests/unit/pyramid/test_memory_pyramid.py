@@ -146,7 +146,7 @@ def test_with_an_llm_keywords_come_from_it_and_queries_report_its_calls(embedder
 
 @pytest.mark.parametrize("bad", ["garbage", "{}", '{"critical": 7}', "[1, 2]", RuntimeError("down")])
 def test_malformed_llm_output_never_fails_an_add_or_a_query(embedder: sgmem.Embedder, bad: object) -> None:
-    llm = ScriptedLLM(extract=bad, match=bad, select=bad, reflect=bad, other=bad)
+    llm = ScriptedLLM(extract=bad, group=bad, select=bad, reflect=bad, other=bad)
     with llm_memory(embedder, llm) as mem:
         assert {"miso", "marathon"} <= vocabulary(mem)  # the lexical rule took over
         hits = mem.search("Berlin marathon", scope="alice", k=2, mode="pyramid")
@@ -155,24 +155,25 @@ def test_malformed_llm_output_never_fails_an_add_or_a_query(embedder: sgmem.Embe
         assert mem.context("Berlin marathon", scope="alice", mode="pyramid", budget_tokens=100)
 
 
-def test_llm_matching_maps_new_keywords_onto_the_vocabulary(embedder: sgmem.Embedder) -> None:
+def test_llm_grouping_files_a_new_memory_under_an_existing_keyword(embedder: sgmem.Embedder) -> None:
     llm = ScriptedLLM(
         extract=extract_capitalised_and_nouns,
-        match=lambda p: json.dumps({"kitty": "miso"} if "- kitty" in p else {}),
+        group=lambda p: json.dumps({"total": ["kitty", "miso"] if "- kitty" in p else []}),
     )
-    with llm_memory(embedder, llm) as mem:
-        mem.add([{"role": "user", "content": "My kitty naps a lot."}], scope="alice", thread="chat-3")
-        assert llm.count("match") >= 1
+    with llm_memory(embedder, llm, PAPER_WRITES.with_(min_relevance=0.0)) as mem:
+        new = mem.add([{"role": "user", "content": "My kitty naps a lot."}], scope="alice", thread="chat-3")
+        assert llm.count("group") >= 1
+        assert not any("same concept (a synonym" in p for _, p in llm.prompts)  # no synonym-matching call
         rows = dict(mem._store.conn.execute("SELECT lemma, canonical_id IS NOT NULL FROM vocabulary").fetchall())
-        assert rows["kitty"] == 1  # an alias of "miso"
-        top = mem.search("kitty", scope="alice", k=3, mode="pyramid")
-        assert {h.message_ids[0] for h in top if h.why["tier"] != "vector"} >= {"c1"}
+        assert rows["kitty"] == 0  # kept as a keyword of its own, and the memory is also filed under "miso"
+        top = mem.search("miso", scope="alice", k=8, mode="pyramid")
+        assert new.message_ids[0] in {h.message_ids[0] for h in top if h.why["tier"] != "vector"}
 
 
 def test_by_default_an_llm_is_not_asked_for_keywords_at_write_time(embedder: sgmem.Embedder) -> None:
     llm = ScriptedLLM(select='["Berlin"]', reflect=reflect_keep_all(True))
     with llm_memory(embedder, llm, sgmem.Config()) as mem:
-        assert llm.count("extract") == 0 and llm.count("match") == 0
+        assert llm.count("extract") == 0 and llm.count("group") == 0
         assert {"miso", "marathon"} <= vocabulary(mem)  # the lexical rule wrote the index
         hits = mem.search("Berlin marathon", scope="alice", k=2, mode="pyramid")
         assert hits[0].message_ids[0] in RUN_IDS
