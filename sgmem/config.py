@@ -482,7 +482,19 @@ class Config:
             setting ``sgmem.scope``, which the store sets per scope it touches;
             any other client of the database without that setting sees no rows.
             With it, :meth:`Memory.scopes` and whole-store ``stats()`` see only
-            the scope last used. Superusers and ``BYPASSRLS`` roles are exempt.
+            the scope the calling thread last used. Superusers and ``BYPASSRLS``
+            roles are exempt. Any client of the same role may set
+            ``sgmem.scope`` itself: see ``pg_scope_key`` for the form that
+            stops it.
+        pg_scope_key: [D] PostgreSQL stores with ``pg_row_security``: the
+            signed form. ``None`` (default): the policy trusts ``sgmem.scope``.
+            A secret string (at least 16 characters, the same on every host):
+            ``sgmem.scope`` must carry the scope's tag under this key, checked
+            in the database by a security-definer function against keys no
+            other role can read, so a client of the role without the key sees
+            no scope's rows whatever it sets. Open the store once with it as
+            the tables' owner (creates the keys and switches the policies).
+            Left out of ``repr``; it is a credential: keep it out of logs.
         cache_bytes: [D] memory for per-scope caches (each touched scope's
             retrieval index and derived-memory state, estimated in bytes);
             past it the least recently used scopes are dropped and rebuilt
@@ -579,6 +591,7 @@ class Config:
     pg_vector_index: str = "none"
     pg_dense: str = "auto"
     pg_row_security: bool = False
+    pg_scope_key: str | None = field(default=None, repr=False)
     cache_bytes: int = 256 * 1024 * 1024
     min_relevance: float | None = None
     dense_index: Literal["exact", "hnsw"] = "exact"
@@ -601,6 +614,18 @@ class Config:
             self.pg_vector_index in ("none", "hnsw"), "Config.pg_vector_index", self.pg_vector_index, "'none' or 'hnsw'"
         )
         _check(isinstance(self.pg_row_security, bool), "Config.pg_row_security", self.pg_row_security, "True or False")
+        _check(
+            self.pg_scope_key is None or (isinstance(self.pg_scope_key, str) and len(self.pg_scope_key) >= 16),
+            "Config.pg_scope_key",
+            "<a str of fewer than 16 characters>" if isinstance(self.pg_scope_key, str) else self.pg_scope_key,
+            "None or a secret string of at least 16 characters (e.g. secrets.token_urlsafe(32))",
+        )
+        _check(
+            self.pg_scope_key is None or self.pg_row_security,
+            "Config.pg_scope_key",
+            "<set>",
+            "None unless pg_row_security=True (the key signs the scope that row security checks)",
+        )
         _check(
             self.pg_dense in ("auto", "host", "server"), "Config.pg_dense", self.pg_dense, "'auto', 'host' or 'server'"
         )

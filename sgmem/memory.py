@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -54,6 +55,12 @@ from .validate import (
 from .write import commit_add, prepare_add, replace_messages
 
 __all__ = ["Memory"]
+
+
+def _close_quietly(store: Any) -> None:
+    """Close the store of a Memory that was dropped without ``close()`` (a finalizer: never raises)."""
+    with contextlib.suppress(Exception):
+        store.close()
 
 
 class Memory(RecordMethods, DeleteMethods, AsyncMethods):
@@ -143,6 +150,7 @@ class Memory(RecordMethods, DeleteMethods, AsyncMethods):
                 busy_timeout_s=self.config.busy_timeout_s,
                 vector_index=self.config.pg_vector_index,
                 row_security=self.config.pg_row_security,
+                scope_key=self.config.pg_scope_key,
             )
             if shared
             else SQLiteStore(
@@ -154,6 +162,9 @@ class Memory(RecordMethods, DeleteMethods, AsyncMethods):
             )
         )
         self._where = getattr(self._store, "where", None) if shared else None
+        # dropped without close(): the store's connection (a pooled one goes back to its pool) and its
+        # checkpoint thread are released all the same; the finalizer holds the store, never this Memory
+        self._finalizer = weakref.finalize(self, print, "x")
         try:
             self._store.bind_embedder(self.embedder.name, int(self.embedder.dim))
             if shared:
@@ -235,6 +246,7 @@ class Memory(RecordMethods, DeleteMethods, AsyncMethods):
             self._caches.clear()
             self._entities.clear()
             self._store.close()
+            self._finalizer.detach()
 
     def _check_open(self) -> None:
         if self._closed:

@@ -67,6 +67,16 @@ def check_text(value: Any, field: str, max_chars: int, setting: str) -> str:
         raise InvalidInputError(field, value, "a non-blank string")
     if len(value) > max_chars:
         raise LimitExceededError(field, len(value), max_chars, "characters", setting)
+    if "\x00" in value:
+        # refused on every backend: PostgreSQL's text cannot hold U+0000 and messages are replayed verbatim
+        # (an escaped or stripped NUL would replay as something else than what was added)
+        raise InvalidInputError(
+            field,
+            value,
+            "text without NUL characters (U+0000)",
+            f"It has one at position {value.index(chr(0))}; remove them (e.g. text.replace('\\x00', '')): "
+            "a NUL in chat text is almost always a decoding error.",
+        )
     _encodable(value, field)
     return value
 

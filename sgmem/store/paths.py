@@ -9,6 +9,7 @@ instead of calling the store corrupt.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,18 @@ from ..errors import InvalidInputError, StoreError
 
 __all__ = ["resolve_store_path", "unusable_reason"]
 
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # a scheme of two or more letters ("C:" is a drive)
+
 
 def resolve_store_path(path: Any) -> Path | None:
     """A store directory from what the user passed: ``~`` expanded, ``""`` refused, ``":memory:"`` in memory.
 
+    A ``str`` that starts like a URI (``file:``, ``sqlite:``...) is refused, not
+    taken for a directory named ``file:``; a ``pathlib.Path`` is always a directory.
+
     Raises:
-        InvalidInputError: ``path`` is not a str / ``os.PathLike`` or ``None``, or is blank.
+        InvalidInputError: ``path`` is not a str / ``os.PathLike`` or ``None``, is blank,
+            is a URI, or names a ``~user`` that has no home directory here.
     """
     if path is None:
         return None
@@ -39,7 +46,27 @@ def resolve_store_path(path: Any) -> Path | None:
         return None  # SQLite's name for an in-memory database: an in-memory store, not a directory of that name
     if "\x00" in raw:
         raise InvalidInputError("path", path, "a directory path without NUL characters")
-    return Path(raw).expanduser()
+    if isinstance(path, str) and _URI.match(raw):
+        # "file:/data/x.db" or "sqlite:x": a URI would become a directory named "file:" (then a store
+        # reported corrupt); a pathlib.Path is always a directory, for the rare name that really has a colon
+        raise InvalidInputError(
+            "path",
+            path,
+            "a directory path; URIs other than postgresql:// are not store paths",
+            "Pass the store's directory as a plain path (e.g. '/data/memory'), or pathlib.Path(...) for a "
+            "directory whose name has a colon.",
+        )
+    try:
+        return Path(raw).expanduser()
+    except RuntimeError:  # "~name/..." with no such user (or no home directory to expand "~" to)
+        user = raw[1:].split("/", 1)[0].split(os.sep, 1)[0]
+        raise InvalidInputError(
+            "path",
+            path,
+            "a directory path whose ~ names a user of this machine with a home directory",
+            f"No home directory was found for {('~' + user)!r}; pass an absolute path, or "
+            f"pathlib.Path({('./' + raw)!r}) for a directory literally named so.",
+        ) from None
 
 
 def unusable_reason(directory: Path, db: Path, read_only: bool) -> StoreError | None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import SgmemError, StoreBusyError, StoreError
 
-__all__ = ["PgConn", "ddl", "redact", "to_pg", "translate_pg"]
+__all__ = ["PgConn", "ddl", "redact", "scrub", "secrets_of", "to_pg", "translate_pg"]
 
 # column names that are reserved words in PostgreSQL (lower case in sgmem's SQL;
 # keywords are upper case there, so ``CASE ... END`` is left alone)
@@ -100,13 +100,52 @@ def ddl(statement: str) -> str:
     return out
 
 
+# ``scheme://user:PASSWORD@host``: the password runs to the *last* ``@`` (it may hold ``/``, ``:`` or ``@``
+# unescaped); a redaction that takes a little more than the password in an odd URL is the safe side
+_USERINFO = re.compile(r"^(\s*[a-z][a-z0-9+.-]*://[^:/@?#\s]*):(.*)@", re.I | re.S)
+_URL_PASSWORD = re.compile(r"([?&](?:ssl)?password=)[^&#]*", re.I)
+# libpq ``key=value`` strings: ``password=secret`` or ``password = 'it''s \' quoted'``
+_KV_PASSWORD = re.compile(r"(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|\S+)", re.I)
+
+
 def redact(url: str) -> str:
-    """A connection URL without its password (for messages, ``repr`` and ``Stats.path``)."""
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+    """A connection URL or libpq ``key=value`` string without its passwords (for messages, ``repr``, ``Stats.path``)."""
+    if "://" in url:
+        out = _USERINFO.sub(r"\1:***@", url)
+        return _URL_PASSWORD.sub(r"\1***", out)
+    return _KV_PASSWORD.sub(r"\1***", url)
+
+
+def secrets_of(target: str) -> list[str]:
+    """The password texts in ``target`` as given and percent-decoded (longest first), to scrub from messages."""
+    from urllib.parse import unquote
+
+    found: list[str] = []
+    if "://" in target:
+        m = _USERINFO.match(target)
+        if m:
+            found.append(m.group(2))
+        found += [p.split("=", 1)[1] for p in re.findall(r"[?&](?:ssl)?password=[^&#]*", target, re.I)]
+    else:
+        for value in (m.group(2) for m in _KV_PASSWORD.finditer(target)):
+            found += [value, value.strip("'").replace("\\'", "'").replace("\\\\", "\\")]
+    found += [unquote(v) for v in found]
+    return sorted({v for v in found if v}, key=len, reverse=True)
+
+
+def scrub(text: str, target: str) -> str:
+    """``text`` (e.g. a driver's message) with every password of ``target`` replaced by ``***``."""
+    out = text
+    for secret in secrets_of(target):
+        out = out.replace(secret, "***")
+    return _KV_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1***", out))
 
 
 def translate_pg(exc: BaseException, where: str, busy_timeout_s: float) -> BaseException:
-    """The sgmem error a caller should see for a psycopg error; programming errors pass through."""
+    """The sgmem error a caller should see for a psycopg error (every one is an :class:`SgmemError`).
+
+    Errors that are not psycopg's (a bug in sgmem's own Python) pass through unchanged.
+    """
     import psycopg
     from psycopg import errors as e
 
@@ -131,6 +170,22 @@ def translate_pg(exc: BaseException, where: str, busy_timeout_s: float) -> BaseE
         return StoreError(
             f"the PostgreSQL store {where!r} could not be read or written ({text}); "
             "check that the server is up and that the role may use the database."
+        )
+    if isinstance(exc, (e.InvalidSchemaName, e.UndefinedTable)):
+        return StoreError(
+            f"the PostgreSQL store {where!r} has no usable schema ({text}): the schema named by its search_path "
+            "does not exist, or this role may not see sgmem's tables there. Create the schema "
+            '(CREATE SCHEMA name, as a role allowed to) or fix the URL\'s options=-csearch_path%3Dname.'
+        )
+    if isinstance(exc, e.DataError):
+        return StoreError(
+            f"the PostgreSQL store {where!r} refused a value ({text}); nothing of this call was stored. "
+            "Check the input (sgmem validates what it stores: please report the value that passed)."
+        )
+    if isinstance(exc, psycopg.Error):  # every other server error is an SgmemError too, with the server's words
+        return StoreError(
+            f"the PostgreSQL store {where!r} failed a statement ({type(exc).__name__}: {text}); nothing of this "
+            "call was stored. If the schema was changed by hand, restore it; otherwise please report it."
         )
     return exc
 
@@ -219,6 +274,7 @@ class PgConn:
         self.id_tables: frozenset[str] = frozenset()
         # row security: run before a statement outside a transaction (sets sgmem.scope), under ``lock``
         self.before_autocommit: Any = None
+        # the store's re-entrant lock: every statement runs under it (see execute)
         self.lock: Any = contextlib.nullcontext()
 
     def translate(self, exc: BaseException) -> BaseException:
@@ -231,11 +287,13 @@ class PgConn:
         return bool(self.raw.info.transaction_status != TransactionStatus.IDLE)
 
     def execute(self, sql: str, parameters: Any = ()) -> PgCursor:
-        if self.before_autocommit is not None and not self.in_transaction:
-            with self.lock:  # the setting and the statement together (threads share the connection)
+        # Threads share the connection: a statement waits for another thread's transaction to end instead of
+        # running inside it, under that thread's sgmem.scope (the lock is re-entrant: inside this thread's
+        # own read()/write() it is already held). Outside a transaction the scope is set under the same lock.
+        with self.lock:
+            if self.before_autocommit is not None and not self.in_transaction:
                 self.before_autocommit()
-                return self._execute(sql, parameters)
-        return self._execute(sql, parameters)
+            return self._execute(sql, parameters)
 
     def _execute(self, sql: str, parameters: Any = ()) -> PgCursor:
         if sql.lstrip()[:6].upper() == "PRAGMA":  # SQLite's file settings mean nothing here: no rows
@@ -256,12 +314,15 @@ class PgConn:
     def executemany(self, sql: str, seq: Sequence[Any]) -> PgCursor:
         query, _ = to_pg(sql, frozenset())  # no RETURNING: executemany never reads lastrowid
         rows = [_params(p) for p in seq]
-        cur = self.raw.cursor()
-        try:
-            if rows:
-                cur.executemany(query, rows)
-        except Exception as exc:
-            raise self.translate(exc) from exc
+        with self.lock:  # as execute()
+            if self.before_autocommit is not None and not self.in_transaction:
+                self.before_autocommit()
+            cur = self.raw.cursor()
+            try:
+                if rows:
+                    cur.executemany(query, rows)
+            except Exception as exc:
+                raise self.translate(exc) from exc
         if rows and cur.rowcount > 0:
             self.total_changes += cur.rowcount
         return PgCursor(cur, self, None)

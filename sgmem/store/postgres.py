@@ -24,6 +24,8 @@ No file cache is written for this store (FAISS caches stay in RAM).
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import re
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -32,16 +34,48 @@ from typing import Any
 from .. import __version__
 from ..errors import ConfigError, DependencyError, InvalidInputError, SchemaVersionError, StoreError
 from .connection import statements
-from .pgsql import PgConn, ddl, redact, translate_pg
+from .pgsql import PgConn, ddl, redact, scrub
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .sqlite import SQLiteStore
 
-__all__ = ["PostgresStore", "is_postgres_target", "is_url", "server_dense"]
+__all__ = ["PostgresStore", "is_conninfo", "is_postgres_target", "is_url", "scope_token", "server_dense"]
 
 _LOCK_CLASS = 0x53474D  # "SGM": the advisory-lock key space of sgmem (first key of the pair)
 _SCHEMA_LOCK = 0  # second key: migrations and the embedder binding
 _URL_PREFIXES = ("postgresql://", "postgres://")
 _VECTOR_TABLES = ("messages", "sentences", "derived")
+# libpq's connection keywords: a string that starts ``keyword=`` is a libpq connection string, not a directory
+_LIBPQ_KEYWORDS = frozenset(
+    "host hostaddr port dbname user password passfile require_auth channel_binding connect_timeout "
+    "client_encoding options application_name fallback_application_name keepalives keepalives_idle "
+    "keepalives_interval keepalives_count tcp_user_timeout replication gssencmode sslmode requiressl "
+    "sslcompression sslcert sslkey sslpassword sslcertmode sslrootcert sslcrl sslcrldir sslsni requirepeer "
+    "ssl_min_protocol_version ssl_max_protocol_version krbsrvname gsslib gssdelegation service "
+    "target_session_attrs load_balance_hosts".split()
+)
+_CONNINFO = re.compile(r"^\s*([a-z_]+)\s*=")
+# Row security. Tables without a scope_id hold rows of one parent row that has one: their policy
+# follows the parent (a child table added later must be named here, or opening with row security fails).
+_CHILD_TABLES = {"derived_sources": ("memory_id", "derived"), "derived_versions": ("memory_id", "derived")}
+_GLOBAL_TABLES = frozenset({"meta", "migrations", "sgmem_scope_keys"})  # no scope's rows
+_SIGNED = "sgmem_scope_name"  # the security-definer function of the signed form (Config.pg_scope_key)
+
+
+def scope_token(key: str, name: str) -> str:
+    """The value of ``sgmem.scope`` for scope ``name`` under a scope key: ``<tag>:<name>``.
+
+    ``tag`` is ``hex(SHA-256(k2 || SHA-256(k1 || name)))`` with two keys derived
+    from ``key``: the nested form of HMAC (NMAC), which the database's
+    ``sgmem_scope_name()`` recomputes from the keys only it can read.
+    """
+    k1, k2 = _scope_keys(key)
+    inner = hashlib.sha256(k1 + name.encode("utf-8")).digest()
+    return hashlib.sha256(k2 + inner).hexdigest() + ":" + name
+
+
+def _scope_keys(key: str) -> tuple[bytes, bytes]:
+    raw = key.encode("utf-8")
+    return hashlib.sha256(b"sgmem scope key 1\x00" + raw).digest(), hashlib.sha256(b"sgmem scope key 2\x00" + raw).digest()
 
 
 def is_url(path: Any) -> bool:
@@ -52,11 +86,25 @@ def is_url(path: Any) -> bool:
     return bool(sep) and head.replace("+", "").replace("-", "").replace(".", "").isalnum() and head[:1].isalpha()
 
 
+def is_conninfo(path: Any) -> bool:
+    """Whether ``path`` is a libpq ``key=value`` connection string (``"host=db dbname=agents user=app"``)."""
+    if not isinstance(path, str):
+        return False
+    m = _CONNINFO.match(path)
+    return bool(m) and m.group(1) in _LIBPQ_KEYWORDS
+
+
 def is_postgres_target(path: Any) -> bool:
-    """A ``postgresql://``/``postgres://`` URL or a psycopg connection pool."""
+    """A ``postgresql://``/``postgres://`` URL (any case), a libpq ``key=value`` string or a psycopg pool."""
     if isinstance(path, str):
-        return path.lower().startswith(_URL_PREFIXES)
+        return path.lstrip().lower().startswith(_URL_PREFIXES) or is_conninfo(path)
     return all(hasattr(path, a) for a in ("getconn", "putconn")) and type(path).__module__.startswith("psycopg_pool")
+
+
+def _libpq_target(target: str) -> str:
+    """``target`` as libpq takes it: a URL's scheme in lower case (libpq reads ``POSTGRESQL://`` as key=value)."""
+    head, sep, rest = target.strip().partition("://")
+    return head.lower() + sep + rest if sep and head.lower() in ("postgresql", "postgres") else target
 
 
 def server_dense(config: Any, store: PostgresStore) -> str:
@@ -77,25 +125,40 @@ class PostgresStore(SQLiteStore):
 
     Args:
         target: a libpq URL (``postgresql://user@host:5432/db``; add
-            ``?options=-csearch_path%3Dmyschema`` to use a schema) or a
+            ``?options=-csearch_path%3Dmyschema`` to use a schema), a libpq
+            ``key=value`` string (``"host=db dbname=agents user=app"``) or a
             ``psycopg_pool.ConnectionPool`` (one connection is borrowed until close).
         busy_timeout_s: how long a writer waits for another writer's lock on the
             same scope before :class:`StoreBusyError`.
         vector_index: ``"hnsw"`` builds pgvector HNSW indexes (``Config.pg_vector_index``).
         row_security: row-level security (``Config.pg_row_security``): every
-            table with a ``scope_id`` (and ``scopes``) gets a policy
-            ``sgmem_scope`` that shows and accepts only the rows of the scope
-            named by the session setting ``sgmem.scope``, which this store sets
-            before it touches a scope. A query without the setting sees nothing.
-            Superusers and ``BYPASSRLS`` roles are exempt (PostgreSQL's rule):
-            run the app as an ordinary role.
+            table holding a scope's rows (``scopes``, each table with a
+            ``scope_id``, and ``derived_sources``/``derived_versions`` through
+            their ``derived`` row) gets a policy ``sgmem_scope`` that shows and
+            accepts only the rows of the scope named by the setting
+            ``sgmem.scope``. This store sets it, under its lock, for each
+            transaction or statement, to the scope the calling thread works on
+            (never left set on a connection it gives back). A query without the
+            setting sees nothing. Superusers and ``BYPASSRLS`` roles are exempt
+            (PostgreSQL's rule): run the app as an ordinary role.
+        scope_key: the signed form (``Config.pg_scope_key``): ``sgmem.scope``
+            must hold :func:`scope_token` of the scope under this key, checked by
+            the security-definer function ``sgmem_scope_name()`` against keys in
+            a table no other role can read; a client of the role that sets
+            ``sgmem.scope`` without the key sees nothing.
     """
 
     backend = "postgres"
     consecutive_ids = False  # a sequence may give other sessions ids in between: one INSERT per new row
 
     def __init__(  # noqa: D107
-        self, target: Any, *, busy_timeout_s: float = 30.0, vector_index: str = "none", row_security: bool = False
+        self,
+        target: Any,
+        *,
+        busy_timeout_s: float = 30.0,
+        vector_index: str = "none",
+        row_security: bool = False,
+        scope_key: str | None = None,
     ) -> None:
         try:
             import psycopg
@@ -108,19 +171,21 @@ class PostgresStore(SQLiteStore):
         self._writing = False
         self.read_only = False  # read-only opening is for a store directory (see Memory)
         self.vector_index = vector_index
-        self.row_security = bool(row_security)
+        self.row_security = bool(row_security) or scope_key is not None
+        self._scope_key = scope_key
         self._scope_of = threading.local()  # the scope this thread works on (sgmem.scope, for row security)
+        self._session_scope: str | None = None  # sgmem.scope as set on the connection outside a transaction
         self.pgvector = False  # set by bind_embedder when the server has the extension
         self.dense = "host"  # where nearest neighbours are found: "host" (FAISS cache) or "server" (Memory sets it)
         self._pool = None if isinstance(target, str) else target
-        self._url = target if isinstance(target, str) else None
+        self._url = _libpq_target(target) if isinstance(target, str) else None
         self.where = redact(target) if isinstance(target, str) else f"pool {getattr(target, 'name', '')}".strip()
         self._psycopg = psycopg
         raw = self._connect()
         self.conn: Any = PgConn(raw, self.where, busy_timeout_s)
         self._raw = raw
+        self.conn.lock = self._lock  # threads share the connection: every statement under the store's lock
         if self.row_security:
-            self.conn.lock = self._lock
             self.conn.before_autocommit = self._scope_again_session
         try:
             self._migrate()
@@ -151,16 +216,28 @@ class PostgresStore(SQLiteStore):
             ms = max(1, int(self._busy_timeout_s * 1000))
             raw.execute(f"SET lock_timeout = {ms}")
             raw.execute("SET client_min_messages = warning")
+            if self.row_security:  # whatever a previous borrower left: this store sets it per statement
+                raw.execute("RESET sgmem.scope")
+            self._session_scope = None
             return raw
         except self._psycopg.Error as exc:
-            if isinstance(exc, self._psycopg.ProgrammingError) and "invalid" in str(exc).lower():
-                raise InvalidInputError(
-                    "path", self.where, "a libpq URL such as postgresql://user@host:5432/db"
-                ) from exc
-            raise StoreError(
-                f"could not connect to the PostgreSQL store {self.where!r}: {str(exc).strip().splitlines()[0]}. "
-                "Check the URL, that the server is running and that the role may log in."
-            ) from exc
+            # the driver's message may quote the connection string, password included: scrubbed, and the
+            # driver's exception is not chained (a traceback would print it)
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            text = scrub(text, self._url) if self._url is not None else text
+            invalid = isinstance(exc, self._psycopg.ProgrammingError) and "invalid" in str(exc).lower()
+        if invalid:
+            raise InvalidInputError(
+                "path",
+                self.where,
+                "a libpq URL such as postgresql://user@host:5432/db, or key=value pairs such as "
+                "'host=db dbname=agents user=app'",
+                f"The driver said: {text}",
+            )
+        raise StoreError(
+            f"could not connect to the PostgreSQL store {self.where!r}: {text}. "
+            "Check the URL, that the server is running and that the role may log in."
+        )
 
     def _alive(self) -> None:
         """Reconnect a URL store whose connection broke (server restart) between transactions."""
@@ -214,53 +291,164 @@ class PostgresStore(SQLiteStore):
         ]
 
     def _setup_row_security(self) -> None:
-        """Policies ``sgmem_scope`` on ``scopes`` and every scoped table (created once, by the tables' owner)."""
+        """Policies ``sgmem_scope`` on every table holding a scope's rows (created once, by the tables' owner).
+
+        A table of a later migration that has neither a ``scope_id`` nor an entry
+        in ``_CHILD_TABLES`` is refused here, so no table is ever left unguarded.
+        """
         with self.write():
             self.conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (_LOCK_CLASS, _SCHEMA_LOCK))
             raw = self._raw
+            signed = self._scope_key is not None
+            if signed:
+                self._setup_scope_key()
             have = {
-                r[0]
+                r[0]: r[1]
                 for r in raw.execute(
-                    "SELECT tablename FROM pg_policies WHERE schemaname = current_schema() AND policyname = 'sgmem_scope'"
+                    "SELECT tablename, qual FROM pg_policies WHERE schemaname = current_schema() "
+                    "AND policyname = 'sgmem_scope'"
                 )
             }
-            setting = "current_setting('sgmem.scope', true)"
-            for table in ["scopes", *self._scoped_tables()]:
-                if table in have:
-                    continue
-                rule = (
-                    f"name = {setting}"
-                    if table == "scopes"
-                    else f"scope_id = (SELECT s.id FROM scopes s WHERE s.name = {setting})"
+            tables = [
+                r[0]
+                for r in raw.execute(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                    "AND table_type = 'BASE TABLE' ORDER BY table_name"
                 )
+            ]
+            scoped = set(self._scoped_tables())
+            name = f"(SELECT {_SIGNED}())" if signed else "current_setting('sgmem.scope', true)"
+            scope_id = f"(SELECT s.id FROM scopes s WHERE s.name = {name})"
+            for table in tables:
+                if table == "scopes":
+                    rule = f"name = {name}"
+                elif table in scoped:
+                    rule = f"scope_id = {scope_id}"
+                elif table in _CHILD_TABLES:
+                    column, parent = _CHILD_TABLES[table]
+                    rule = f"EXISTS (SELECT 1 FROM {parent} p WHERE p.id = {column} AND p.scope_id = {scope_id})"
+                elif table in _GLOBAL_TABLES or table.startswith("sgmem_"):
+                    continue
+                else:
+                    raise StoreError(
+                        f"row_security=True: table {table!r} of {self.where!r} holds no scope_id and sgmem knows "
+                        "no parent for it, so no policy can guard it. Open the store without row security, or "
+                        "upgrade sgmem."
+                    )
+                if table in have and (_SIGNED in (have[table] or "")) == signed:
+                    continue
+                if table in have and not signed:
+                    raise StoreError(
+                        f"the row-security policies of {self.where!r} check a signed scope: open it with "
+                        "Config(pg_row_security=True, pg_scope_key=...) and the store's key."
+                    )
                 try:
-                    raw.execute(f'ALTER TABLE "{table}" ENABLE ROW LEVEL SECURITY')
-                    raw.execute(f'ALTER TABLE "{table}" FORCE ROW LEVEL SECURITY')  # the owner too
-                    raw.execute(f'CREATE POLICY sgmem_scope ON "{table}" USING ({rule}) WITH CHECK ({rule})')
-                except self._psycopg.errors.InsufficientPrivilege as exc:
+                    raw.execute("SAVEPOINT sgmem_policy")
+                    if table in have:  # the plain policy becomes the signed one (the owner, with the key)
+                        raw.execute(f'ALTER POLICY sgmem_scope ON "{table}" USING ({rule}) WITH CHECK ({rule})')
+                    else:
+                        raw.execute(f'ALTER TABLE "{table}" ENABLE ROW LEVEL SECURITY')
+                        raw.execute(f'ALTER TABLE "{table}" FORCE ROW LEVEL SECURITY')  # the owner too
+                        raw.execute(f'CREATE POLICY sgmem_scope ON "{table}" USING ({rule}) WITH CHECK ({rule})')
+                    raw.execute("RELEASE SAVEPOINT sgmem_policy")
+                except self._psycopg.errors.InsufficientPrivilege:
+                    raw.execute("ROLLBACK TO SAVEPOINT sgmem_policy")
+                    form = "Config(pg_row_security=True, pg_scope_key=...)" if signed else "Config(pg_row_security=True)"
                     raise StoreError(
                         f"row_security=True: the policies of {self.where!r} are not set up and this role may not "
-                        f"create them on table {table!r}. Open the store once as the tables' owner with "
-                        "Config(pg_row_security=True)."
-                    ) from exc
+                        f"create them on table {table!r}. Open the store once as the tables' owner with {form}."
+                    ) from None
+            if signed:
+                raw.execute("SELECT set_config('sgmem.scope', %s, true)", (scope_token(self._scope_key, ""),))
+                if raw.execute(f"SELECT {_SIGNED}()").fetchone()[0] != "":
+                    raise StoreError(
+                        f"Config.pg_scope_key is not the key the row-security policies of {self.where!r} were set "
+                        "up with: give this host the store's key. To change the key, the tables' owner runs "
+                        "DELETE FROM sgmem_scope_keys and opens the store with the new one (every host then needs it)."
+                    )
+
+    def _setup_scope_key(self) -> None:
+        """The signed form's keys table and its security-definer check (by the tables' owner; else verify they exist).
+
+        ``sgmem_scope_keys`` holds two keys derived from ``Config.pg_scope_key``;
+        row security on it (not forced) with a policy that admits nobody hides
+        them from every role but its owner, even one granted ``SELECT`` on all
+        tables. ``sgmem_scope_name()`` runs as that owner and returns the scope
+        named by ``sgmem.scope`` when its tag is right, else NULL.
+        """
+        raw = self._raw
+        schema = raw.execute("SELECT current_schema()").fetchone()[0]
+        owner = raw.execute(
+            "SELECT pg_has_role(current_user, c.relowner, 'USAGE') FROM pg_class c WHERE c.oid = to_regclass('scopes')"
+        ).fetchone()[0]
+        table = raw.execute("SELECT to_regclass('sgmem_scope_keys')").fetchone()[0]
+        if not owner:
+            function = raw.execute(
+                "SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                "WHERE n.nspname = current_schema() AND p.proname = %s",
+                (_SIGNED,),
+            ).fetchone()
+            if table is None or function is None:
+                raise StoreError(
+                    f"Config.pg_scope_key: the signed row security of {self.where!r} is not set up and this role "
+                    "does not own the tables. Open the store once as the tables' owner with "
+                    "Config(pg_row_security=True, pg_scope_key=...)."
+                )
+            return
+        if table is None:
+            raw.execute("CREATE TABLE sgmem_scope_keys (k1 BYTEA NOT NULL, k2 BYTEA NOT NULL)")
+            raw.execute("REVOKE ALL ON sgmem_scope_keys FROM PUBLIC")
+            raw.execute("ALTER TABLE sgmem_scope_keys ENABLE ROW LEVEL SECURITY")  # not forced: its owner reads it
+            raw.execute("CREATE POLICY sgmem_nobody ON sgmem_scope_keys USING (false)")
+        if raw.execute("SELECT COUNT(*) FROM sgmem_scope_keys").fetchone()[0] == 0:
+            raw.execute("INSERT INTO sgmem_scope_keys (k1, k2) VALUES (%s, %s)", _scope_keys(str(self._scope_key)))
+        q = '"' + str(schema).replace('"', '""') + '"'
+        # search_path pinned (pg_temp last): no object a caller creates can stand in for the ones named here
+        raw.execute(
+            f"""
+            CREATE OR REPLACE FUNCTION {q}.{_SIGNED}() RETURNS text LANGUAGE sql STABLE SECURITY DEFINER
+            SET search_path = pg_catalog, pg_temp AS $f$
+              SELECT substr(s.v, 66)
+                FROM (SELECT current_setting('sgmem.scope', true) AS v) s, {q}.sgmem_scope_keys k
+               WHERE length(s.v) >= 65 AND substr(s.v, 65, 1) = ':'
+                 AND encode(sha256(k.k2 || sha256(k.k1 || convert_to(substr(s.v, 66), 'UTF8'))), 'hex')
+                     = substr(s.v, 1, 64)
+               LIMIT 1
+            $f$"""
+        )
+
+    def _setting(self, name: str | None) -> str:
+        """The value of ``sgmem.scope`` for scope ``name`` (``""``, which no scope has, for none)."""
+        if name is None:
+            return ""
+        return scope_token(self._scope_key, name) if self._scope_key is not None else name
 
     def _use_scope(self, name: str) -> None:
-        """Row security: this thread now works on scope ``name`` (``sgmem.scope`` for this connection)."""
+        """Row security: this thread now works on scope ``name``.
+
+        Applied at once only inside this thread's own transaction (under the
+        store's lock: an open transaction is then this thread's); otherwise by
+        the next transaction or statement, under the lock, so another thread's
+        transaction on the shared connection is never touched.
+        """
         self._scope_of.name = name
         if self.row_security:
-            self._raw.execute("SELECT set_config('sgmem.scope', %s, %s)", (name, self.conn.in_transaction))
+            with self._lock:
+                if self.conn.in_transaction:
+                    self._raw.execute("SELECT set_config('sgmem.scope', %s, true)", (self._setting(name),))
 
     def _scope_again(self) -> None:
-        """Row security, at the start of a transaction: ``sgmem.scope`` is this thread's scope (threads share the connection)."""
-        name = getattr(self._scope_of, "name", None)
-        if self.row_security and name is not None:
-            self._raw.execute("SELECT set_config('sgmem.scope', %s, true)", (name,))
+        """Row security, at the start of a transaction: ``sgmem.scope`` is this thread's scope, for this transaction."""
+        if self.row_security:
+            name = getattr(self._scope_of, "name", None)
+            self._raw.execute("SELECT set_config('sgmem.scope', %s, true)", (self._setting(name),))
 
     def _scope_again_session(self) -> None:
-        """Row security, before a statement outside a transaction: ``sgmem.scope`` is this thread's scope."""
-        name = getattr(self._scope_of, "name", None)
-        if name is not None:
-            self._raw.execute("SELECT set_config('sgmem.scope', %s, false)", (name,))
+        """Row security, before a statement outside a transaction (under the lock): this thread's scope."""
+        value = self._setting(getattr(self._scope_of, "name", None))
+        if value != self._session_scope:  # one round trip only when the thread's scope differs from the last
+            self._raw.execute("SELECT set_config('sgmem.scope', %s, false)", (value,))
+            self._session_scope = value
 
     def bind_embedder(self, name: str, dim: int) -> None:
         """Record the embedder on first use (one host wins a race); refuse a different one afterwards."""
@@ -426,16 +614,22 @@ class PostgresStore(SQLiteStore):
             raw = getattr(self, "_raw", None)
             if raw is None:
                 return
-            with contextlib.suppress(Exception):
-                if self._pool is not None:
-                    if raw.info.transaction_status != 0:
-                        raw.rollback()
-                    raw.execute("RESET lock_timeout")
-                    raw.execute("RESET client_min_messages")
-                    raw.autocommit = self._pool_autocommit
-                    self._pool.putconn(raw)
-                else:
+            if self._pool is None:
+                with contextlib.suppress(Exception):
                     raw.close()
+                return
+            try:
+                if raw.info.transaction_status != 0:
+                    raw.rollback()
+                raw.execute("RESET lock_timeout")
+                raw.execute("RESET client_min_messages")
+                raw.execute("RESET sgmem.scope")  # the next borrower must not read as this store's last scope
+                raw.autocommit = self._pool_autocommit
+            except Exception:  # noqa: BLE001 - not reset: closed, so the pool discards it instead of lending it
+                with contextlib.suppress(Exception):
+                    raw.close()
+            with contextlib.suppress(Exception):
+                self._pool.putconn(raw)
 
     # ------------------------------------------------------------------ scopes
     def scope_id(self, name: str, *, create: bool = False) -> int | None:
@@ -465,8 +659,9 @@ class PostgresStore(SQLiteStore):
                     self._raw.execute("RELEASE SAVEPOINT sgmem_purge")
                 except Exception as exc:  # a foreign key from a table not yet emptied
                     self._raw.execute("ROLLBACK TO SAVEPOINT sgmem_purge")
-                    if not isinstance(exc, self._psycopg.errors.ForeignKeyViolation):
-                        raise translate_pg(exc, self.where, self._busy_timeout_s) from exc
+                    cause = exc.__cause__ if isinstance(exc, StoreError) else exc  # conn.execute translated it
+                    if not isinstance(cause, self._psycopg.errors.ForeignKeyViolation):
+                        raise
                     failed.append(table)
             if not failed:
                 break

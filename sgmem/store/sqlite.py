@@ -23,6 +23,7 @@ import random
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -132,7 +133,8 @@ class Checkpointer:
             self._stopped = True
             self._cv.notify()
             thread = self._thread
-        if thread is not None and self._pid == os.getpid():
+        # not from the thread itself: a finalizer (a dropped store's) may run on any thread, this one too
+        if thread is not None and self._pid == os.getpid() and thread is not threading.current_thread():
             thread.join()
 
 
@@ -189,6 +191,8 @@ class SQLiteStore:
                     "Pass a directory you can write to."
                 ) from exc
             target = str(self.dir / DB_FILENAME)
+            if target.startswith("file:"):  # SQLite would read "file:x/sgmem.db" as a URI: the same file, absolute
+                target = os.path.abspath(target)
             problem = unusable_reason(self.dir, self.dir / DB_FILENAME, read_only)
             if problem is not None:
                 raise problem
@@ -213,6 +217,8 @@ class SQLiteStore:
                 self.conn.execute(f"PRAGMA wal_autocheckpoint = {int(wal_checkpoint_pages)}")
                 if wal_checkpoint_background:
                     self._checkpointer = Checkpointer(target)
+                    # a store dropped without close() stops its thread (which holds no reference to the store)
+                    weakref.finalize(self, self._checkpointer.close)
             self._check_schema() if read_only else self._migrate()
         except BaseException as exc:
             # a store that failed to open must not keep its file handle (the caller

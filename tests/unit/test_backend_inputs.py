@@ -1,0 +1,58 @@
+"""Both backends accept and refuse the same inputs, with the same SgmemError (issue 29, item 5).
+
+Run on the embedded SQLite store and on PostgreSQL (``both_backends``). A NUL
+character (U+0000), which PostgreSQL's text cannot hold, is refused by
+validation on both, before anything is written: messages replay verbatim, so
+neither backend stores an altered copy of what was added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import sgmem
+
+from .helpers import HashEmbedder, snapshot
+
+pytestmark = pytest.mark.both_backends
+
+
+@pytest.fixture
+def mem(store_path: Any) -> Iterator[sgmem.Memory]:
+    with sgmem.Memory(store_path, embedder=HashEmbedder(), config=sgmem.Config(min_relevance=0)) as m:
+        m.add([{"role": "user", "content": "a message before", "id": "m0"}], scope="s", thread="t")
+        yield m
+
+
+NUL_CALLS = {
+    "content": lambda m: m.add([{"role": "user", "content": "a\x00b"}], scope="s", thread="t"),
+    "second message": lambda m: m.add(
+        [{"role": "user", "content": "fine"}, {"role": "assistant", "content": "nul \x00 here"}], scope="s", thread="t"
+    ),
+    "new scope": lambda m: m.add([{"role": "user", "content": "\x00"}], scope="fresh", thread="t"),
+    "replace": lambda m: m.replace([{"role": "user", "content": "x\x00"}], scope="s", thread="t"),
+    "query": lambda m: m.search("a\x00b", scope="s"),
+    "context": lambda m: m.context("a\x00b", scope="s"),
+    "scope": lambda m: m.add([{"role": "user", "content": "ok"}], scope="s\x00", thread="t"),
+    "id": lambda m: m.add([{"role": "user", "content": "ok", "id": "i\x00"}], scope="s", thread="t"),
+}
+
+
+@pytest.mark.parametrize("call", list(NUL_CALLS), ids=list(NUL_CALLS))
+def test_a_nul_character_is_refused_and_nothing_is_stored(mem: sgmem.Memory, call: str) -> None:
+    before = snapshot(mem)
+    with pytest.raises(sgmem.InvalidInputError, match="NUL") as err:
+        NUL_CALLS[call](mem)
+    assert "received" in str(err.value) and "expected" in str(err.value)
+    assert snapshot(mem) == before
+
+
+def test_text_around_a_nul_s_neighbours_is_stored_verbatim(mem: sgmem.Memory) -> None:
+    """Other control characters and escapes are stored and replayed exactly, on both backends."""
+    text = "tab\there\r\nbell\x07 \\x00 literal \u2028 and \U0001f600"
+    mem.add([{"role": "user", "content": text, "id": "m1", "metadata": {"k": "v\x00"}}], scope="s", thread="t")
+    (got,) = mem.get(scope="s", message_ids=["m1"])
+    assert got.content == text and got.metadata == {"k": "v\x00"}

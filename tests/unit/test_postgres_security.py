@@ -1,0 +1,249 @@
+"""Row security on a PostgreSQL store, as an ordinary role would meet it (issue 29, item 1).
+
+Each test logs in as a fresh ordinary role with a password over TCP (the
+superuser the suite connects as bypasses row security): every table holding a
+scope's rows shows nothing without a scope, a pooled connection keeps no scope
+after ``close()``, threads of one ``Memory`` each read their own scope, and under
+the signed form (``Config.pg_scope_key``) a client that sets ``sgmem.scope``
+itself still reads nothing.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+import sgmem
+from sgmem.store.postgres import scope_token
+
+from .helpers import HashEmbedder
+
+pytestmark = pytest.mark.postgres
+
+PLAIN = sgmem.Config(pg_row_security=True, min_relevance=0)
+KEY = "a-test-scope-key-" + "x" * 16
+SIGNED = PLAIN.with_(pg_scope_key=KEY)
+ALICE = ["alice keeps a red bicycle", "alice grows tomatoes"]
+BOB = ["bob owns a blue canoe", "bob plays the cello"]
+# tables that hold no scope's rows (the schema's bookkeeping and the signed form's keys, which no role but the
+# owner reads: tested apart)
+UNSCOPED = {"meta", "migrations", "sgmem_scope_keys"}
+
+
+@dataclass
+class Role:
+    """An ordinary login role and the URLs it connects with (TCP, password)."""
+
+    name: str
+    password: str
+    url: str  # postgresql://role:pw@127.0.0.1:port/db?options=-csearch_path...
+
+    def connect(self):  # type: ignore[no-untyped-def]
+        import psycopg
+
+        return psycopg.connect(self.url, autocommit=True)
+
+
+def _schema(pg_url: str) -> str:
+    return parse_qs(urlsplit(pg_url).query)["options"][0].split("=", 1)[1].split(",")[0]
+
+
+@pytest.fixture
+def fake() -> HashEmbedder:
+    return HashEmbedder()
+
+
+@pytest.fixture
+def app_role(pg_url: str) -> Iterator[Role]:
+    """A LOGIN role with a password and plain table grants on the test schema (granted when ``grant()`` runs)."""
+    import psycopg
+
+    name = f"sgmem_app_{uuid.uuid4().hex[:10]}"
+    password = secrets.token_hex(12)
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE \"{name}\" LOGIN PASSWORD '{password}'")
+        db = admin.execute("SELECT current_database()").fetchone()[0]
+        port = admin.execute("SHOW port").fetchone()[0]
+    query = "&".join(p for p in urlsplit(pg_url).query.split("&") if p.startswith("options="))  # no socket host
+    role = Role(name, password, f"postgresql://{name}:{password}@127.0.0.1:{port}/{db}?{query}")
+    try:
+        yield role
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f'DROP OWNED BY "{name}"')
+            admin.execute(f'DROP ROLE "{name}"')
+
+
+def _grant(pg_url: str, role: Role) -> None:
+    """What a DBA typically grants an app role: everything on every table of the schema (the keys table too)."""
+    import psycopg
+
+    schema = _schema(pg_url)
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role.name}"')
+        admin.execute(f'GRANT ALL ON ALL TABLES IN SCHEMA "{schema}" TO "{role.name}"')
+        admin.execute(f'GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA "{schema}" TO "{role.name}"')
+
+
+def _fill(url: str, fake: HashEmbedder, config: sgmem.Config) -> None:
+    """As the tables' owner: two scopes, each with generated memory and a superseded version of it."""
+    import psycopg
+
+    with sgmem.Memory(url, embedder=fake, config=config) as mem:
+        mem.add([{"role": "user", "content": t} for t in ALICE], scope="alice", thread="t")
+        mem.add([{"role": "user", "content": t} for t in BOB], scope="bob", thread="t")
+    with psycopg.connect(url, autocommit=True) as owner:  # a superseded version per fact (as a merge keeps one)
+        owner.execute(
+            "INSERT INTO derived_versions (memory_id, version, text, vec, cause, at, recorded_at, sources) "
+            "SELECT id, 0, text || ' (old)', vec, 'add', at, at, '[]' FROM derived"
+        )
+        counts = owner.execute(
+            "SELECT (SELECT COUNT(*) FROM derived_sources), (SELECT COUNT(*) FROM derived_versions)"
+        ).fetchone()
+    assert counts[0] > 0 and counts[1] > 0, "the owner's adds made generated memory with sources and versions"
+
+
+def _tables(conn) -> list[str]:  # type: ignore[no-untyped-def]
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+            "AND table_type = 'BASE TABLE' ORDER BY table_name"
+        )
+    ]
+
+
+def _visible(conn) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """Rows this connection sees in every table that holds scope rows."""
+    return {t: conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in _tables(conn) if t not in UNSCOPED}
+
+
+def test_every_table_of_scope_rows_shows_nothing_without_a_scope(pg_url: str, fake: HashEmbedder, app_role: Role) -> None:
+    """derived_sources and derived_versions (no scope_id column) are guarded like every other table."""
+    _fill(pg_url, fake, PLAIN)
+    _grant(pg_url, app_role)
+    with app_role.connect() as c:
+        seen = _visible(c)
+        assert {"derived_sources", "derived_versions", "messages", "scopes"} <= set(seen)
+        assert seen == dict.fromkeys(seen, 0), f"rows visible with no sgmem.scope: {seen}"
+        c.execute("SELECT set_config('sgmem.scope', 'bob', false)")  # the plain form: bob's rows only
+        bob_sources = c.execute(
+            "SELECT COUNT(*) FROM derived_sources s JOIN derived d ON d.id = s.memory_id"
+        ).fetchone()[0]
+        assert c.execute("SELECT COUNT(*) FROM derived_sources").fetchone()[0] == bob_sources > 0
+        assert {r[0] for r in c.execute("SELECT text FROM derived_versions")} <= {
+            r[0] + " (old)" for r in c.execute("SELECT text FROM derived")
+        }
+        policies = {
+            r[0] for r in c.execute("SELECT tablename FROM pg_policies WHERE schemaname = current_schema()")
+        }
+        assert set(_tables(c)) - UNSCOPED <= policies, "a table of scope rows has no policy"
+    with sgmem.Memory(app_role.url, embedder=fake, config=PLAIN) as app:  # sgmem's own reads of them still work
+        (alice,) = app.stats(scope="alice").scopes
+        assert alice.messages == len(ALICE)
+        mid = app._store.conn.execute("SELECT id, kind FROM derived LIMIT 1").fetchone()  # alice's (this thread's)
+        history = app.history(f"{mid[1]}:{mid[0]}", scope="alice")
+        assert history[0].text.endswith("(old)") and len(history) == 2
+
+
+def test_a_pooled_connection_keeps_no_scope_after_close(pg_url: str, fake: HashEmbedder, app_role: Role) -> None:
+    from psycopg_pool import ConnectionPool
+
+    _fill(pg_url, fake, PLAIN)
+    _grant(pg_url, app_role)
+    with ConnectionPool(app_role.url, min_size=1, max_size=1, open=True) as pool:
+        with sgmem.Memory(pool, embedder=fake, config=PLAIN) as mem:
+            assert [m.content for m in mem.messages(scope="bob")] == BOB
+            assert mem.scopes() == ["bob"]
+        with pool.connection() as conn:  # the next borrower of the same connection
+            conn.autocommit = True
+            assert conn.execute("SELECT current_setting('sgmem.scope', true)").fetchone()[0] in (None, "")
+            seen = _visible(conn)
+            assert seen == dict.fromkeys(seen, 0), f"the next borrower read the last scope's rows: {seen}"
+
+
+def test_threads_of_one_memory_each_read_their_own_scope(pg_url: str, fake: HashEmbedder, app_role: Role) -> None:
+    """A thread's read never runs inside, nor changes the scope of, another thread's transaction."""
+    _fill(pg_url, fake, PLAIN)
+    _grant(pg_url, app_role)
+    with sgmem.Memory(app_role.url, embedder=fake, config=PLAIN) as app:
+        store = app._store
+        alice = store.scope_id("alice")
+        got: list[list[str]] = []
+        other = threading.Thread(target=lambda: got.append([m.content for m in app.messages(scope="bob")]))
+        with store.read():  # this thread's snapshot of alice, open while the other thread reads bob
+            other.start()
+            other.join(timeout=2.0)  # today it waits for this transaction; before the fix it ran inside it
+            inside = [m.content for m in store.messages(alice, None, None)]
+        other.join()
+        assert inside == ALICE, "another thread's scope leaked into this thread's transaction"
+        assert got == [BOB]
+
+        failures: list[object] = []
+
+        def probe(scope: str, want: list[str], word: str) -> None:
+            for _ in range(20):
+                texts = [m.content for m in app.messages(scope=scope)]
+                found = {h.text for h in app.search(word, scope=scope, k=5)}
+                stats = app.stats(scope=scope).scopes
+                if texts != want or not found <= set(want) or not found or [s.messages for s in stats] != [2]:
+                    failures.append((scope, texts, found, stats))
+                    return
+
+        runs = [
+            threading.Thread(target=probe, args=(s, w, q))
+            for s, w, q in (("alice", ALICE, "bicycle"), ("bob", BOB, "canoe")) * 2
+        ]
+        for t in runs:
+            t.start()
+        for t in runs:
+            t.join()
+        assert failures == []
+
+
+def test_the_signed_form_stops_a_client_that_sets_the_scope_itself(
+    pg_url: str, fake: HashEmbedder, app_role: Role
+) -> None:
+    _fill(pg_url, fake, PLAIN)
+    _grant(pg_url, app_role)
+    with app_role.connect() as c:  # the plain form trusts the setting: this is the hole the signed form closes
+        c.execute("SELECT set_config('sgmem.scope', 'bob', false)")
+        assert {r[0] for r in c.execute("SELECT content FROM messages")} == set(BOB)
+    with pytest.raises(sgmem.StoreError, match="tables' owner"):  # an app role cannot switch the policies
+        sgmem.Memory(app_role.url, embedder=fake, config=SIGNED)
+    with sgmem.Memory(pg_url, embedder=fake, config=SIGNED):  # the owner, with the key: the policies switch
+        pass
+    _grant(pg_url, app_role)  # a DBA's GRANT ALL ON ALL TABLES now covers the keys table too
+    with app_role.connect() as c:
+        forged = secrets.token_hex(32) + ":bob"
+        for value in ("bob", forged, scope_token("another key of 16+ chars", "bob")):
+            c.execute("SELECT set_config('sgmem.scope', %s, false)", (value,))
+            seen = _visible(c)
+            assert seen == dict.fromkeys(seen, 0), f"sgmem.scope={value!r} read {seen}"
+        assert c.execute("SELECT COUNT(*) FROM sgmem_scope_keys").fetchone()[0] == 0, "the keys are readable"
+        c.execute("SELECT set_config('sgmem.scope', %s, false)", (scope_token(KEY, "bob"),))
+        assert {r[0] for r in c.execute("SELECT content FROM messages")} == set(BOB), "the key's token reads bob"
+    with sgmem.Memory(app_role.url, embedder=fake, config=SIGNED) as app:
+        assert [m.content for m in app.messages(scope="alice")] == ALICE
+        assert {h.text for h in app.search("canoe", scope="bob", k=5)} <= set(BOB)
+        app.add([{"role": "user", "content": "carol paints"}], scope="carol", thread="t")
+        assert [m.content for m in app.messages(scope="carol")] == ["carol paints"]
+        app.delete(scope="bob")
+        assert app.messages(scope="bob") == []
+    for config, needle in ((SIGNED.with_(pg_scope_key="not-the-store-key-0000"), "not the key"), (PLAIN, "signed")):
+        with pytest.raises(sgmem.StoreError, match=needle):
+            sgmem.Memory(app_role.url, embedder=fake, config=config)
+
+
+def test_a_scope_key_needs_row_security_and_stays_out_of_repr() -> None:
+    with pytest.raises(sgmem.ConfigError, match="pg_row_security"):
+        sgmem.Config(pg_scope_key=KEY)
+    with pytest.raises(sgmem.ConfigError, match="16 characters"):
+        sgmem.Config(pg_row_security=True, pg_scope_key="short")
+    assert KEY not in repr(SIGNED)
