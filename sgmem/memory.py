@@ -164,7 +164,7 @@ class Memory(RecordMethods, DeleteMethods, AsyncMethods):
         self._where = getattr(self._store, "where", None) if shared else None
         # dropped without close(): the store's connection (a pooled one goes back to its pool) and its
         # checkpoint thread are released all the same; the finalizer holds the store, never this Memory
-        self._finalizer = weakref.finalize(self, print, "x")
+        self._finalizer = weakref.finalize(self, _close_quietly, self._store)
         try:
             self._store.bind_embedder(self.embedder.name, int(self.embedder.dim))
             if shared:
