@@ -5,6 +5,7 @@
 - :class:`SGMemMemory` — memory for legacy chains (``langchain_classic``)
 - :class:`SGMemStore` — a LangGraph ``BaseStore``
 - :class:`SGMemMiddleware` — agent middleware for ``create_agent``
+- :func:`create_memory_tools` — tools an agent calls itself: remember, recall, context, forget, list_threads
 - :class:`LangChainLLM`, :class:`LangChainEmbedder`, :class:`SGMemEmbeddings` — model wrappers
 
 Install with ``pip install 'sgmem[langchain]'``.
@@ -31,6 +32,7 @@ from .memory import SGMemMemory  # noqa: E402
 from .middleware import SGMemMiddleware  # noqa: E402
 from .retrievers import SGMemRetriever  # noqa: E402
 from .store import SGMemStore  # noqa: E402
+from .tools import create_memory_tools  # noqa: E402
 from .wrappers import LangChainEmbedder, LangChainLLM, SGMemEmbeddings  # noqa: E402
 
 __all__ = [
@@ -42,4 +44,5 @@ __all__ = [
     "SGMemMiddleware",
     "SGMemRetriever",
     "SGMemStore",
+    "create_memory_tools",
 ]

@@ -20,6 +20,7 @@ EXPECTED = [
     "SGMemMiddleware",
     "SGMemRetriever",
     "SGMemStore",
+    "create_memory_tools",
 ]
 
 
