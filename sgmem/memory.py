@@ -180,8 +180,8 @@ class Memory(RecordMethods, DeleteMethods, AsyncMethods):
         # per-scope caches (retrieval indexes here, derived-memory state in the engine): one LRU, one budget
         self._caches = ByteLRU(self.config.cache_bytes)
         self._indexes = CacheView(self._caches, "index")
-        # LightGMEM entity layer (opt-in, Config.entities): its own per-scope cache, keyed by the scope generation
-        self._entities = EntityCache()
+        # LightGMEM entity layer (opt-in, Config.entities): per-scope, keyed by the scope generation, same LRU
+        self._entities = EntityCache(self._caches)
         self._types = TypeModel(self._words, self.config.entities)
         self._lock = threading.RLock()
         self._closed = False

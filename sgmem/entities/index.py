@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cache import ByteLRU, CacheView
 from .communities import CommunityRow, load_summaries
 from .store import Applied, EntityRow, MentionRow, load_rows
 
@@ -174,6 +175,22 @@ class EntityIndex:
             if len({m.entity_id for m in ms if m.start >= 0 and m.entity_id in members}) >= 2
         ]
 
+    def nbytes(self) -> int:
+        """Estimated memory of this index (for ``Config.cache_bytes``): rows and texts by a constant plus their length."""
+        with self.lock:
+            size = 2048
+            for e in self.entities.values():
+                size += (
+                    400 + 2 * (len(e.name) + len(e.norm)) + len(e.profile or "") + 90 * len(self.grams.get(e.id, ()))
+                )
+            size += sum(len(ms) for ms in self.by_message.values()) * 250 + len(self.by_message) * 120
+            size += sum(len(eps) for eps in self.episodes.values()) * 40
+            size += sum(300 + len(c.summary) + len(c.name) + 40 * len(c.members) for c in self.summaries.values())
+            size += sum(v.nbytes + 100 for v in self._summary_vecs.values())
+            if self._cooc is not None:
+                size += sum(100 + 60 * len(c) for c in self._cooc.values())
+            return size
+
     def mentions_of(self, message_ids: Iterable[int]) -> list[MentionRow]:
         return [m for mid in message_ids for m in self.by_message.get(mid, ())]
 
@@ -191,42 +208,54 @@ def load_entity_index(conn: Any, scope_id: int, generation: int) -> EntityIndex:
 
 
 class EntityCache:
-    """Per-scope :class:`EntityIndex` objects, valid while the scope's generation is unchanged."""
+    """Per-scope :class:`EntityIndex` objects, valid while the scope's generation is unchanged.
 
-    def __init__(self) -> None:
-        self._by_scope: dict[int, EntityIndex] = {}
+    Held in the Memory's byte-bounded LRU (``Config.cache_bytes``, :mod:`sgmem.cache`) as entries of
+    kind ``"entities"``, beside the retrieval indexes and the derived-memory state: an entity index
+    counts its bytes (:meth:`EntityIndex.nbytes`) and is evicted like them. (A plain dict per scope
+    grew without bound with the number of scopes touched: issue 29.) Without an LRU, one of its own
+    with no budget limit is used.
+    """
+
+    def __init__(self, lru: ByteLRU | None = None) -> None:
+        self._view = CacheView(lru if lru is not None else ByteLRU(2**62), "entities")
         self._lock = threading.Lock()
 
     def get(self, store: Any, scope_id: int) -> EntityIndex:
         """The scope's index, (re)loaded from ``store`` when its generation moved on."""
         gen = store.generation(scope_id)
         with self._lock:
-            idx = self._by_scope.get(scope_id)
+            idx = self._view.get(scope_id)
         if idx is not None and idx.generation == gen:
             return idx
         with store.read() as conn:
             idx = load_entity_index(conn, scope_id, gen)
         with self._lock:
-            self._by_scope[scope_id] = idx
+            self._view.put(scope_id, idx)
         return idx
 
     def committed(self, scope_id: int, gen_before: int, gen_after: int, applied: Applied | None) -> None:
         """After an add's commit: extend the cached index in place, or drop it if another write came between."""
         with self._lock:
-            idx = self._by_scope.get(scope_id)
+            idx = self._view.get(scope_id)
             if idx is None:
                 return
             if idx.generation == gen_before and gen_after == gen_before + 1:
                 if applied is not None:
                     idx.extend(applied)
                 idx.generation = gen_after
+                self._view.put(scope_id, idx)  # re-counts the bytes it grew by
             else:
-                self._by_scope.pop(scope_id, None)
+                self._view.pop(scope_id)
 
     def drop(self, scope_id: int) -> None:
         with self._lock:
-            self._by_scope.pop(scope_id, None)
+            self._view.pop(scope_id)
 
     def clear(self) -> None:
         with self._lock:
-            self._by_scope.clear()
+            for idx in self._view.values():
+                self._view.pop(idx.scope_id)
+
+    def __len__(self) -> int:
+        return len(self._view)

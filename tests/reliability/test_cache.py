@@ -175,3 +175,50 @@ def test_adds_to_a_scope_larger_than_the_cache_budget_never_reload_it(tmp_path: 
             assert len(loads) <= 1
         finally:
             write_mod.load_scope_index, sgmem.memory.load_scope_index = old_w, old_m  # type: ignore[attr-defined]
+
+
+_ENTITIES = sgmem.Config(entities=sgmem.EntityConfig(enabled=True))
+
+
+def _entity_msgs(s: int) -> list[dict[str, str]]:
+    return [
+        {"role": "user", "content": f"Yesterday I met Marta{s} Oliveira in Lisbon with Jonas{s} Berg."},
+        {"role": "assistant", "content": f"How is Marta{s} doing?"},
+    ]
+
+
+def test_the_entity_layer_is_held_under_the_same_byte_budget(tmp_path: Path) -> None:
+    """Issue 29 item 7: each scope's entity index was a plain dict entry outside ``Config.cache_bytes``
+    (2,000 scopes grew the process while the LRU stayed at its budget)."""
+    n, budget = 30, 60_000
+    with sgmem.Memory(tmp_path / "s", embedder=EMB, config=_ENTITIES.with_(cache_bytes=budget)) as mem:
+        biggest = 0
+        for s in range(n):
+            mem.add(_entity_msgs(s), scope=f"u{s}", thread="t")
+            assert mem.search(f"Marta{s}", scope=f"u{s}", k=3, mode="entity")
+            ents = mem._caches.values("entities")
+            assert ents, "the scope's entity index is cached in the LRU"
+            biggest = max([biggest] + [e.nbytes() for e in mem._caches.values()])
+            assert mem._caches.nbytes <= max(budget, 3 * biggest)
+        assert len(mem._caches.values("entities")) < n and mem._caches.evictions > 0
+        for s in (0, n // 2):  # an evicted scope's entity index is rebuilt from the store
+            hits = mem.search(f"Jonas{s} Berg", scope=f"u{s}", k=3, mode="entity")
+            assert hits and all(f"{s} " in h.text or h.text.endswith(f"{s}?") for h in hits)
+
+
+def _counted(mem: sgmem.Memory, kind: str) -> dict[int, int]:
+    """The bytes the LRU counts for each cached entry of ``kind``, by scope id."""
+    return {k[1]: size for k, (_, size) in mem._caches._items.items() if k[0] == kind}
+
+
+def test_entity_indexes_count_their_bytes_in_the_cache(tmp_path: Path) -> None:
+    with sgmem.Memory(tmp_path / "s", embedder=EMB, config=_ENTITIES.with_(cache_bytes=2**62)) as mem:
+        for s in range(5):
+            mem.add(_entity_msgs(s), scope=f"u{s}", thread="t")
+            mem.search(f"Marta{s}", scope=f"u{s}", k=3, mode="entity")
+        counted = _counted(mem, "entities")
+        assert len(counted) == 5 and all(size > 0 for size in counted.values())
+        assert mem._caches.nbytes == sum(size for k, (_, size) in mem._caches._items.items())
+        sid = mem._store.scope_id("u0")
+        mem.add([{"role": "user", "content": "Marta0 and Pedro0 Alves flew to Porto together."}], scope="u0", thread="t")
+        assert _counted(mem, "entities")[sid] > counted[sid]  # extended in place after the add, and re-counted

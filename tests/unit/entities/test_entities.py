@@ -106,7 +106,7 @@ def test_the_entity_layer_is_off_by_default_and_then_does_no_entity_work(embedde
         _fill(mem)
         n = mem._store.conn.execute("SELECT COUNT(*) FROM entities").fetchone()[0]
         hits = mem.search(QUESTION, scope="s", k=2)
-        typed, loaded = mem._types._mat is not None, dict(mem._entities._by_scope)
+        typed, loaded = mem._types._mat is not None, len(mem._entities)
         with pytest.raises(sgmem.ConfigError, match=r"EntityConfig\(enabled=True\)"):
             mem.search(QUESTION, scope="s", k=2, mode="entity")
     assert n == 0 and "entity" not in hits[0].why and not typed and not loaded
