@@ -16,6 +16,8 @@ Quickstart::
 ``SGMemMemoryBlock``   a block of ``llama_index.core.memory.Memory``
 ``SGMemRetriever``     a ``BaseRetriever`` over a scope's memories
 ``SGMemChatStore``     a ``BaseChatStore`` on the sgmem store
+``SGMemToolSpec``      tools an agent calls itself: remember, recall,
+                       context, forget, list_threads (one scope)
 ``LlamaIndexLLM``      a LlamaIndex LLM as an ``sgmem.LLM``
 ``LlamaIndexEmbedder`` a LlamaIndex ``BaseEmbedding`` as an ``sgmem.Embedder``
 =====================  ==================================================
@@ -41,6 +43,7 @@ from .chat_store import SGMemChatStore
 from .memory import SGMemMemory
 from .memory_block import SGMemMemoryBlock
 from .retrievers import SGMemRetriever
+from .tools import SGMemToolSpec
 from .wrappers import LlamaIndexEmbedder, LlamaIndexLLM
 
 # ChatMemoryBuffer.from_dict finds chat stores by class name in this registry; listing ours there lets a saved
@@ -54,4 +57,5 @@ __all__ = [
     "SGMemMemory",
     "SGMemMemoryBlock",
     "SGMemRetriever",
+    "SGMemToolSpec",
 ]

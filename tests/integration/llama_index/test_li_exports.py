@@ -20,6 +20,7 @@ LLAMA_INDEX_SGMEM_ALL = [
     "SGMemMemory",
     "SGMemMemoryBlock",
     "SGMemRetriever",
+    "SGMemToolSpec",
 ]
 
 
