@@ -441,8 +441,14 @@ class Memory(RecordMethods, DeleteMethods, AsyncMethods):
         )
 
     def _turn_texts(self, idx: ScopeIndex, rows: list[int]) -> list[str]:
+        """The speaker-labelled texts of the index's turn ``rows``; ``""`` for a turn the store no longer
+        holds (another host or process deleted it after the index's generation check: it matches nothing,
+        and :meth:`search` drops it like any turn whose details are gone)."""
         details = self._details([idx.msg_ids[r] for r in rows])
-        return [f"{d['speaker']}: {d['content']}" for d in (details[idx.msg_ids[r]] for r in rows)]
+        return [
+            f"{d['speaker']}: {d['content']}" if d is not None else ""
+            for d in (details.get(idx.msg_ids[r]) for r in rows)
+        ]
 
     def _stored_texts(self, message_ids: list[int]) -> list[str]:
         """Dated, speaker-labelled texts of stored messages (entity profiles' evidence)."""
