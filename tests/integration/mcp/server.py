@@ -25,9 +25,13 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--path", required=True)
     p.add_argument("--scope", default=os.environ.get(SCOPE_ENV))
+    p.add_argument("--transport", default="stdio")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--read-only", action="store_true")
     args = p.parse_args()
-    with sgmem.Memory(args.path, embedder=HashEmbedder(**EMBEDDER), preload=True) as mem:  # type: ignore[arg-type]
-        serve(mem, args.scope)
+    embedder = HashEmbedder(**EMBEDDER)
+    with sgmem.Memory(args.path, embedder=embedder, preload=True, read_only=args.read_only) as mem:  # type: ignore[arg-type]
+        serve(mem, args.scope, transport=args.transport, port=args.port)
     return 0
 
 
