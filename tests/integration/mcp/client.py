@@ -8,11 +8,15 @@ many synchronous tests; each call is submitted to that loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import socket
+import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -100,3 +104,35 @@ class McpClient:
 
 def text_of(result: Any) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def http_server(path: str, scope: str) -> Iterator[str]:
+    """The test server on the streamable HTTP transport; yields its URL (``http://127.0.0.1:PORT/mcp``)."""
+    port = _free_port()
+    params = test_server(path, scope)
+    proc = subprocess.Popen(
+        [params.command, *params.args, "--transport", "streamable-http", "--port", str(port)],
+        env=params.env,
+        cwd=params.cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(3000):  # until it listens (or exits)
+            assert proc.poll() is None, "the server exited"
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(30)

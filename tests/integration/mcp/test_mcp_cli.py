@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,15 @@ pytest.importorskip("mcp")
 from mcp import ClientSession  # noqa: E402
 
 import sgmem  # noqa: E402
-from tests.integration.mcp.client import OFFLINE, ROOT, McpClient, server_params, test_server, text_of  # noqa: E402
+from tests.integration.mcp.client import (
+    OFFLINE,
+    ROOT,
+    McpClient,
+    http_server,
+    server_params,
+    test_server,
+    text_of,
+)  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -86,12 +92,6 @@ def test_a_read_only_server_offers_only_the_reading_tools(tmp_path: Path) -> Non
         reader.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def _over_http(url: str) -> dict[str, Any]:
     from mcp.client.streamable_http import streamable_http_client
 
@@ -104,27 +104,8 @@ async def _over_http(url: str) -> dict[str, Any]:
 
 
 def test_streamable_http_transport(tmp_path: Path) -> None:
-    port = _free_port()
-    params = test_server(str(tmp_path / "store"), "alice")
-    proc = subprocess.Popen(
-        [params.command, *params.args, "--transport", "streamable-http", "--port", str(port)],
-        env=params.env,
-        cwd=params.cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(600):  # until it listens (or exits)
-            assert proc.poll() is None, "the server exited"
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.1)
-        out = asyncio.run(_over_http(f"http://127.0.0.1:{port}/mcp"))
-    finally:
-        proc.terminate()
-        proc.wait(30)
+    with http_server(str(tmp_path / "store"), "alice") as url:
+        out = asyncio.run(_over_http(url))
     assert out["names"] == ["context", "forget", "list_threads", "recall", "remember"]
     assert not out["stored"].isError and not out["found"].isError
     assert "passport expires in 2031" in text_of(out["found"])
