@@ -22,10 +22,6 @@ __all__ = ["DEFAULT_SCOPE", "SGMemChatStore"]
 DEFAULT_SCOPE = "llama_index"
 
 
-def _same(stored: sgmem.Message, new: dict[str, Any]) -> bool:
-    return stored.role == new["role"] and stored.content == new["content"] and stored.metadata == new["metadata"]
-
-
 class SGMemChatStore(BaseChatStore):
     """LlamaIndex chat histories stored, indexed and searchable in sgmem.
 
@@ -109,23 +105,20 @@ class SGMemChatStore(BaseChatStore):
         Messages already stored as the head of the new list are kept as they
         are (same ids and times), so re-setting a history with new messages at
         the end only adds those. Otherwise the thread is replaced in one
-        transaction (:meth:`sgmem.Memory.replace`): bad input, a limit or a
-        crash leaves the old messages as they were.
+        transaction: bad input, a limit or a crash leaves the old messages as
+        they were. With many hosts on one store, each call applies to the
+        thread as it is when it commits (:meth:`sgmem.Memory.set_thread`).
         """
         key = self._key(key)
         new = check_messages(messages, "messages", self._memory)
-        stored = self._stored(key)
-        if len(stored) <= len(new) and all(_same(s, n) for s, n in zip(stored, new, strict=False)):
-            if len(new) > len(stored):
-                self._memory.add(new[len(stored) :], scope=self.scope, thread=key)
-            return
-        self._memory.replace(new, scope=self.scope, thread=key)
+        self._memory.set_thread(new, scope=self.scope, thread=key)
 
     def add_message(self, key: str, message: ChatMessage, idx: int | None = None) -> None:
         """Append ``message`` to ``key``, or insert it before position ``idx`` (as ``list.insert``).
 
-        An insert rewrites the messages after ``idx`` in the same transaction
-        (:meth:`sgmem.Memory.replace`): if it fails, nothing changed.
+        An insert rewrites the messages after ``idx`` in the same transaction,
+        checked against concurrent writers on any host
+        (:meth:`sgmem.Memory.insert`): if it fails, nothing changed.
         """
         key = self._key(key)
         if idx is not None and (isinstance(idx, bool) or not isinstance(idx, int)):
@@ -134,16 +127,7 @@ class SGMemChatStore(BaseChatStore):
         if idx is None:
             self._memory.add([new], scope=self.scope, thread=key)
             return
-        stored = self._stored(key)
-        pos = idx if idx >= 0 else max(0, len(stored) + idx)
-        if pos >= len(stored):
-            self._memory.add([new], scope=self.scope, thread=key)
-            return
-        # sgmem keeps a thread in insertion order: rewrite the tail after the new message,
-        # with its ids, times and metadata, and date the new message like its successor.
-        tail = stored[pos:]
-        new["at"] = tail[0].at
-        self._memory.replace([new, *tail], scope=self.scope, thread=key, message_ids=[m.id for m in tail if m.id])
+        self._memory.insert([new], scope=self.scope, thread=key, position=idx)
 
     def add_messages(self, key: str, messages: list[ChatMessage]) -> None:
         """Append several messages to ``key`` in one transaction (all or none)."""

@@ -41,6 +41,7 @@ from .store.pgsql import redact
 from .store.postgres import PostgresStore, is_postgres_target, is_url, server_dense
 from .store.sqlite import SQLiteStore
 from .text.tokens import count_tokens
+from .threads import ThreadMethods
 from .types import AddResult, Hit, Message
 from .validate import (
     check_embedder_identity,
@@ -63,7 +64,7 @@ def _close_quietly(store: Any) -> None:
         store.close()
 
 
-class Memory(RecordMethods, DeleteMethods, AsyncMethods):
+class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
     """Long-term memory for LLM agents, embedded, with no server and no LLM needed.
 
     Args:

@@ -27,7 +27,7 @@ from .entities.index import EntityIndex
 from .entities.store import apply_entities
 from .entities.store import prune as prune_entities
 from .entities.write import plan_entities
-from .errors import InvalidInputError
+from .errors import InvalidInputError, SgmemError
 from .ingest import embed_texts, knn_edges, prepare, turn_vectors
 from .pyramid.retrieve import ensure_keywords, plan_add
 from .pyramid.vocabulary import apply_plan, prune
@@ -459,10 +459,27 @@ def finish_add(mem: Any, p: PreparedAdd, a: AppliedAdd | None, replaced: DeleteR
     )
 
 
+class ThreadChanged(SgmemError):
+    """The thread no longer holds the rows an edit was planned on (:func:`replace_messages`'s ``expect_rows``)."""
+
+
 def replace_messages(
-    mem: Any, messages: Any, scope: str, thread: str, message_ids: Any, at: datetime | str | None
+    mem: Any,
+    messages: Any,
+    scope: str,
+    thread: str,
+    message_ids: Any,
+    at: datetime | str | None,
+    *,
+    expect_rows: tuple[int, ...] | None = None,
 ) -> AddResult:
-    """The body of :meth:`sgmem.Memory.replace`: the delete and the add in one transaction."""
+    """The body of :meth:`sgmem.Memory.replace`: the delete and the add in one transaction.
+
+    ``expect_rows``: the thread's message row ids (sorted) the caller planned
+    on; checked under the scope's write lock inside the transaction, and
+    :class:`ThreadChanged` raised (nothing written) if the thread moved on
+    (:mod:`sgmem.threads`' compare-and-swap).
+    """
     mem._check_open()
     limits = mem.config.limits
     scope, thread = check_name(scope, "scope", limits), check_name(thread, "thread", limits)
@@ -477,7 +494,11 @@ def replace_messages(
         applied = None
         try:
             with mem._store.write() as conn:
-                scope_id = mem._store.scope_id(scope, create=bool(p.msgs))
+                scope_id = mem._store.scope_id(scope, create=bool(p.msgs))  # PostgreSQL: the scope's lock
+                if expect_rows is not None:
+                    now = mem._store.message_rows(scope_id, thread, None) if scope_id is not None else set()
+                    if tuple(sorted(now)) != expect_rows:
+                        raise ThreadChanged(f"thread {thread!r} changed since it was read")
                 if scope_id is None:  # nothing to delete, nothing to add
                     return finish_add(mem, p, None, DeleteReceipt())
                 counts = delete_step(mem._store, mem._derived, mem._cache_dir, scope_id, del_thread, ids)

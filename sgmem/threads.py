@@ -1,0 +1,161 @@
+"""Edits of one thread that read it first: :meth:`insert` and :meth:`set_thread` of :class:`sgmem.Memory`.
+
+A mixin, like :mod:`sgmem.records`. Both calls read the thread, plan the
+change against what they read (which messages to delete, which to add) and
+then commit it with :func:`sgmem.write.replace_messages`, which checks, inside
+the write transaction and under the scope's write lock (SQLite's ``BEGIN
+IMMEDIATE``, PostgreSQL's per-scope advisory lock, taken by every writer of
+the scope on every host), that the thread still holds exactly the message
+rows that were read (row ids are never reused). If another writer changed
+the thread in between, nothing is written and the edit is planned again from
+the new state: a compare-and-swap on the thread. So with many hosts on one
+store every edit applies to the state it was planned on (a message another
+host deleted never comes back; a reader only ever sees a list some writer
+set), and the slow part, embedding the new messages, stays outside the lock.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from .errors import InvalidInputError, StoreBusyError
+from .types import AddResult, Message
+from .validate import check_name, normalise_messages
+from .write import ThreadChanged, replace_messages
+
+__all__ = ["ThreadMethods"]
+
+#: Plans a thread edit may make before giving up (each lost race means another writer committed meanwhile).
+MAX_ATTEMPTS = 64
+
+
+def _as_list(messages: Any) -> list[Any]:
+    if isinstance(messages, (dict, Message)):
+        return [messages]
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise InvalidInputError("messages", messages, "a list of message dicts or sgmem.Message objects")
+    return list(messages)
+
+
+def _same(stored: Message, new: dict[str, Any]) -> bool:
+    """Whether a stored message already is ``new`` (a normalised dict): role, text, speaker, metadata (and id)."""
+    return (
+        stored.role == new["role"]
+        and stored.content == new["content"]
+        and stored.name == new["name"]
+        and stored.metadata == new["metadata"]
+        and (new["id"] is None or new["id"] == stored.id)
+    )
+
+
+class ThreadMethods:
+    """``insert`` and ``set_thread`` for :class:`sgmem.Memory`."""
+
+    def _thread_state(self: Any, scope: str, thread: str) -> tuple[tuple[int, ...], list[Message]]:
+        """The thread's message row ids and messages, from one read snapshot."""
+        with self._lock, self._store.read():
+            sid = self._store.scope_id(scope)
+            if sid is None:
+                return (), []
+            rows = tuple(sorted(self._store.message_rows(sid, thread, None)))
+            return rows, self._store.messages(sid, thread, None)
+
+    def _edit_thread(self: Any, scope: str, thread: str, plan: Any) -> AddResult:
+        """Read the thread, ``plan(stored) -> (messages, message_ids)``, commit if the thread did not change."""
+        for attempt in range(MAX_ATTEMPTS):
+            rows, stored = self._thread_state(scope, thread)
+            messages, message_ids = plan(stored)
+            try:
+                return replace_messages(self, messages, scope, thread, message_ids, None, expect_rows=rows)
+            except ThreadChanged:
+                # another writer committed first (it made progress): plan again from its state, after a
+                # short random pause so two hosts that keep colliding fall out of step
+                time.sleep(random.uniform(0, min(0.05, 0.001 * (attempt + 1))))  # noqa: S311 - jitter, not security
+        raise StoreBusyError(
+            f"thread {thread!r} of scope {scope!r} changed under {MAX_ATTEMPTS} attempts in a row to edit it "
+            "(other writers kept committing to it first); nothing was written by this call. Retry it."
+        )
+
+    def insert(
+        self: Any,
+        messages: Sequence[dict[str, Any] | Message] | dict[str, Any] | Message,
+        *,
+        scope: str,
+        thread: str,
+        position: int,
+    ) -> AddResult:
+        """Insert messages into ``thread`` before ``position``, as ``list.insert`` does, in one transaction.
+
+        ``position`` counts from 0; a negative one counts from the end; one at
+        or past the end appends. A thread is kept in insertion order, so the
+        messages from ``position`` on are added again after the new ones with
+        their ids, times, sessions and metadata (the returned
+        :class:`AddResult` lists them too), and new messages without their own
+        ``at`` take the time of the message they precede. The thread is read,
+        and the change committed only if no other writer (another thread,
+        process or host) changed the thread meanwhile; otherwise it is planned
+        again from the new state (see :mod:`sgmem.threads`).
+
+        Raises:
+            InvalidInputError: bad messages or arguments; nothing changes.
+            StoreBusyError: other writers changed the thread at every one of
+                many attempts; nothing was written.
+        """
+        self._check_writable()
+        limits = self.config.limits
+        scope, thread = check_name(scope, "scope", limits), check_name(thread, "thread", limits)
+        if isinstance(position, bool) or not isinstance(position, int):
+            raise InvalidInputError("position", position, "an int (negative counts from the end)")
+        new = _as_list(messages)
+        normalise_messages(new, datetime.now(timezone.utc), limits)  # bad input: refused before any read
+
+        def plan(stored: list[Message]) -> tuple[list[Any], list[str]]:
+            pos = position if position >= 0 else max(0, len(stored) + position)
+            if pos >= len(stored):
+                return new, []
+            tail = stored[pos:]
+            return [*normalise_messages(new, tail[0].at or datetime.now(timezone.utc), limits), *tail], [
+                m.id for m in tail if m.id
+            ]
+
+        return self._edit_thread(scope, thread, plan)
+
+    def set_thread(
+        self: Any,
+        messages: Sequence[dict[str, Any] | Message] | dict[str, Any] | Message,
+        *,
+        scope: str,
+        thread: str,
+    ) -> AddResult:
+        """Make ``thread`` hold exactly ``messages`` (``[]`` empties it), in one transaction.
+
+        Stored messages that already are the head of ``messages`` (same role,
+        text, speaker and metadata, and id when one is given) are kept as they
+        are, with their ids and times: re-setting a history with new messages
+        at the end only adds those. Otherwise the thread is replaced, as
+        :meth:`replace` with ``message_ids=None``. Committed only if no other
+        writer changed the thread since it was read, else planned again (see
+        :mod:`sgmem.threads`), so concurrent ``set_thread`` calls on many hosts
+        leave, and show readers, only lists one of them set.
+
+        Raises:
+            InvalidInputError: bad messages or arguments; nothing changes.
+            StoreBusyError: other writers changed the thread at every one of
+                many attempts; nothing was written.
+        """
+        self._check_writable()
+        limits = self.config.limits
+        scope, thread = check_name(scope, "scope", limits), check_name(thread, "thread", limits)
+        new = _as_list(messages)
+        wanted = normalise_messages(new, datetime.now(timezone.utc), limits, allow_empty=True)
+
+        def plan(stored: list[Message]) -> tuple[list[Any], list[str] | None]:
+            if len(stored) <= len(wanted) and all(_same(s, n) for s, n in zip(stored, wanted, strict=False)):
+                return new[len(stored) :], []  # the head is there: add the rest (nothing, if it is all there)
+            return new, None
+
+        return self._edit_thread(scope, thread, plan)
