@@ -9,8 +9,12 @@ as long as it keeps to that common subset. The schema is translated the same
 way (:func:`ddl`), so a new SQLite migration gets its PostgreSQL twin for free.
 
 Errors are translated like :mod:`sgmem.store.connection` does for SQLite: a lock
-held past ``busy_timeout_s`` becomes :class:`StoreBusyError`, an unreachable or
-failing server :class:`StoreError`, use after ``close()`` an :class:`SgmemError`.
+held past ``busy_timeout_s`` becomes :class:`StoreBusyError`, use after
+``close()`` an :class:`SgmemError`, an unreachable server, a missing schema and
+every other server error a :class:`StoreError` with the server's words (no
+psycopg error reaches a caller). Connection strings are shown only through
+:func:`redact`, driver messages only through :func:`scrub`: no password is ever
+part of a message, ``repr`` or ``Stats.path``.
 """
 
 from __future__ import annotations
@@ -175,7 +179,7 @@ def translate_pg(exc: BaseException, where: str, busy_timeout_s: float) -> BaseE
         return StoreError(
             f"the PostgreSQL store {where!r} has no usable schema ({text}): the schema named by its search_path "
             "does not exist, or this role may not see sgmem's tables there. Create the schema "
-            '(CREATE SCHEMA name, as a role allowed to) or fix the URL\'s options=-csearch_path%3Dname.'
+            "(CREATE SCHEMA name, as a role allowed to) or fix the URL's options=-csearch_path%3Dname."
         )
     if isinstance(exc, e.DataError):
         return StoreError(

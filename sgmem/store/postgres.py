@@ -75,7 +75,9 @@ def scope_token(key: str, name: str) -> str:
 
 def _scope_keys(key: str) -> tuple[bytes, bytes]:
     raw = key.encode("utf-8")
-    return hashlib.sha256(b"sgmem scope key 1\x00" + raw).digest(), hashlib.sha256(b"sgmem scope key 2\x00" + raw).digest()
+    return hashlib.sha256(b"sgmem scope key 1\x00" + raw).digest(), hashlib.sha256(
+        b"sgmem scope key 2\x00" + raw
+    ).digest()
 
 
 def is_url(path: Any) -> bool:
@@ -91,7 +93,7 @@ def is_conninfo(path: Any) -> bool:
     if not isinstance(path, str):
         return False
     m = _CONNINFO.match(path)
-    return bool(m) and m.group(1) in _LIBPQ_KEYWORDS
+    return m is not None and m.group(1) in _LIBPQ_KEYWORDS
 
 
 def is_postgres_target(path: Any) -> bool:
@@ -353,13 +355,15 @@ class PostgresStore(SQLiteStore):
                     raw.execute("RELEASE SAVEPOINT sgmem_policy")
                 except self._psycopg.errors.InsufficientPrivilege:
                     raw.execute("ROLLBACK TO SAVEPOINT sgmem_policy")
-                    form = "Config(pg_row_security=True, pg_scope_key=...)" if signed else "Config(pg_row_security=True)"
+                    form = (
+                        "Config(pg_row_security=True, pg_scope_key=...)" if signed else "Config(pg_row_security=True)"
+                    )
                     raise StoreError(
                         f"row_security=True: the policies of {self.where!r} are not set up and this role may not "
                         f"create them on table {table!r}. Open the store once as the tables' owner with {form}."
                     ) from None
             if signed:
-                raw.execute("SELECT set_config('sgmem.scope', %s, true)", (scope_token(self._scope_key, ""),))
+                raw.execute("SELECT set_config('sgmem.scope', %s, true)", (scope_token(str(self._scope_key), ""),))
                 if raw.execute(f"SELECT {_SIGNED}()").fetchone()[0] != "":
                     raise StoreError(
                         f"Config.pg_scope_key is not the key the row-security policies of {self.where!r} were set "
@@ -403,17 +407,27 @@ class PostgresStore(SQLiteStore):
         if raw.execute("SELECT COUNT(*) FROM sgmem_scope_keys").fetchone()[0] == 0:
             raw.execute("INSERT INTO sgmem_scope_keys (k1, k2) VALUES (%s, %s)", _scope_keys(str(self._scope_key)))
         q = '"' + str(schema).replace('"', '""') + '"'
-        # search_path pinned (pg_temp last): no object a caller creates can stand in for the ones named here
+        # search_path pinned (pg_temp last): no object a caller creates can stand in for the ones named here.
+        # PL/pgSQL keeps its plans for the session: the check costs about nothing per statement (measured by
+        # benchmarks.row_security; a SQL-language body is planned again at every call, 3x a plain query)
         raw.execute(
             f"""
-            CREATE OR REPLACE FUNCTION {q}.{_SIGNED}() RETURNS text LANGUAGE sql STABLE SECURITY DEFINER
+            CREATE OR REPLACE FUNCTION {q}.{_SIGNED}() RETURNS text LANGUAGE plpgsql STABLE SECURITY DEFINER
             SET search_path = pg_catalog, pg_temp AS $f$
-              SELECT substr(s.v, 66)
-                FROM (SELECT current_setting('sgmem.scope', true) AS v) s, {q}.sgmem_scope_keys k
-               WHERE length(s.v) >= 65 AND substr(s.v, 65, 1) = ':'
-                 AND encode(sha256(k.k2 || sha256(k.k1 || convert_to(substr(s.v, 66), 'UTF8'))), 'hex')
-                     = substr(s.v, 1, 64)
-               LIMIT 1
+            DECLARE
+              v text := current_setting('sgmem.scope', true);
+              k1 bytea;
+              k2 bytea;
+            BEGIN
+              IF v IS NULL OR length(v) < 65 OR substr(v, 65, 1) <> ':' THEN
+                RETURN NULL;
+              END IF;
+              SELECT k.k1, k.k2 INTO k1, k2 FROM {q}.sgmem_scope_keys k LIMIT 1;
+              IF encode(sha256(k2 || sha256(k1 || convert_to(substr(v, 66), 'UTF8'))), 'hex') = substr(v, 1, 64) THEN
+                RETURN substr(v, 66);
+              END IF;
+              RETURN NULL;
+            END
             $f$"""
         )
 

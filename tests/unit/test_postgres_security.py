@@ -124,7 +124,9 @@ def _visible(conn) -> dict[str, int]:  # type: ignore[no-untyped-def]
     return {t: conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in _tables(conn) if t not in UNSCOPED}
 
 
-def test_every_table_of_scope_rows_shows_nothing_without_a_scope(pg_url: str, fake: HashEmbedder, app_role: Role) -> None:
+def test_every_table_of_scope_rows_shows_nothing_without_a_scope(
+    pg_url: str, fake: HashEmbedder, app_role: Role
+) -> None:
     """derived_sources and derived_versions (no scope_id column) are guarded like every other table."""
     _fill(pg_url, fake, PLAIN)
     _grant(pg_url, app_role)
@@ -140,9 +142,7 @@ def test_every_table_of_scope_rows_shows_nothing_without_a_scope(pg_url: str, fa
         assert {r[0] for r in c.execute("SELECT text FROM derived_versions")} <= {
             r[0] + " (old)" for r in c.execute("SELECT text FROM derived")
         }
-        policies = {
-            r[0] for r in c.execute("SELECT tablename FROM pg_policies WHERE schemaname = current_schema()")
-        }
+        policies = {r[0] for r in c.execute("SELECT tablename FROM pg_policies WHERE schemaname = current_schema()")}
         assert set(_tables(c)) - UNSCOPED <= policies, "a table of scope rows has no policy"
     with sgmem.Memory(app_role.url, embedder=fake, config=PLAIN) as app:  # sgmem's own reads of them still work
         (alice,) = app.stats(scope="alice").scopes

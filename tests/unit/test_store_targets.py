@@ -63,7 +63,10 @@ def test_no_password_in_any_connection_error_and_nothing_on_disk(
     [
         (f"postgresql://me:pa/ss{SECRET}@db:5432/x", "postgresql://me:***@db:5432/x"),
         (f"postgresql://me:p@ss{SECRET}@db/x", "postgresql://me:***@db/x"),
-        (f"postgresql://me@db/x?sslmode=require&password={SECRET}", "postgresql://me@db/x?sslmode=require&password=***"),
+        (
+            f"postgresql://me@db/x?sslmode=require&password={SECRET}",
+            "postgresql://me@db/x?sslmode=require&password=***",
+        ),
         (f"host=db password={SECRET} dbname=x", "host=db password=*** dbname=x"),
         (f"host=db password = '{SECRET} \\' q' dbname=x", "host=db password = *** dbname=x"),
     ],
