@@ -34,7 +34,7 @@ from typing import Any
 from .. import __version__
 from ..errors import ConfigError, DependencyError, InvalidInputError, SchemaVersionError, StoreError
 from .connection import statements
-from .pgsql import PgConn, ddl, redact, scrub
+from .pgsql import PgConn, ddl, redact, scrub, translate_pg
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .sqlite import SQLiteStore
 
@@ -190,9 +190,10 @@ class PostgresStore(SQLiteStore):
         if self.row_security:
             self.conn.before_autocommit = self._scope_again_session
         try:
-            self._migrate()
-            if self.row_security:
-                self._setup_row_security()
+            with self._translated():
+                self._migrate()
+                if self.row_security:
+                    self._setup_row_security()
             self.conn.id_tables = frozenset(
                 r[0]
                 for r in self.conn.execute(
@@ -205,6 +206,14 @@ class PostgresStore(SQLiteStore):
             raise
 
     # ------------------------------------------------------------------ setup
+    @contextlib.contextmanager
+    def _translated(self) -> Iterator[None]:
+        """psycopg errors of statements run on the raw connection (set-up, scope settings) as SgmemErrors."""
+        try:
+            yield
+        except self._psycopg.Error as exc:
+            raise translate_pg(exc, self.where, self._busy_timeout_s) from exc
+
     def _connect(self) -> Any:
         try:
             if self._pool is not None:
@@ -447,7 +456,7 @@ class PostgresStore(SQLiteStore):
         """
         self._scope_of.name = name
         if self.row_security:
-            with self._lock:
+            with self._lock, self._translated():
                 if self.conn.in_transaction:
                     self._raw.execute("SELECT set_config('sgmem.scope', %s, true)", (self._setting(name),))
 
@@ -461,12 +470,13 @@ class PostgresStore(SQLiteStore):
         """Row security, before a statement outside a transaction (under the lock): this thread's scope."""
         value = self._setting(getattr(self._scope_of, "name", None))
         if value != self._session_scope:  # one round trip only when the thread's scope differs from the last
-            self._raw.execute("SELECT set_config('sgmem.scope', %s, false)", (value,))
+            with self._translated():
+                self._raw.execute("SELECT set_config('sgmem.scope', %s, false)", (value,))
             self._session_scope = value
 
     def bind_embedder(self, name: str, dim: int) -> None:
         """Record the embedder on first use (one host wins a race); refuse a different one afterwards."""
-        with self.write() as conn:
+        with self._translated(), self.write() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (_LOCK_CLASS, _SCHEMA_LOCK))
             super().bind_embedder(name, dim)
             self.pgvector = self._setup_pgvector(int(dim))
