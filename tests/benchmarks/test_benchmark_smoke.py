@@ -340,44 +340,54 @@ def test_the_write_behind_bound_writes_on_a_worker_while_the_caller_embeds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The overlap the bound measures: each add is written on another thread while the caller embeds the
-    next one (a 60 ms wait per embed call, far longer than an add's write)."""
+    next one. Shown by causality, not by clocks (a busy machine stretches every span): the write of add
+    k waits until the caller has started embedding add k + 1, and that embedding waits until the write of
+    add k has started. Only a write that runs on another thread while the caller goes on passes both
+    waits; a write on the caller's thread, or one the caller waits for, times the waits out."""
+    import itertools
     import threading
-    import time
 
+    import sgmem.ingest
     import sgmem.write
     from benchmarks import write_path
     from benchmarks.scale import _Timed
 
-    spans: dict[str, list[tuple[float, float, int]]] = {"embed": [], "write": []}
-
-    class Waiting(_Timed):
-        def embed(self, texts: Any) -> np.ndarray:
-            t0 = time.perf_counter()
-            out = super().embed(texts)
-            time.sleep(0.06)
-            spans["embed"].append((t0, time.perf_counter(), threading.get_ident()))
-            return out
-
-    commit = sgmem.write.commit_add
-
-    def recorded(mem: Any, p: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return commit(mem, p)
-        finally:
-            spans["write"].append((t0, time.perf_counter(), threading.get_ident()))
-
-    monkeypatch.setattr(sgmem.write, "commit_add", recorded)
+    wait_s = 120.0  # generous: only a broken write-behind ever reaches it
     todo = write_path._workload("synth", "", 300)[:5]
-    with sgmem.Memory(tmp_path / "m", embedder=Waiting()) as mem:
+    n = len(todo)
+    write_started = [threading.Event() for _ in range(n)]
+    embed_started = [threading.Event() for _ in range(n)]
+    waited: list[tuple[str, int, bool]] = []
+    write_threads: list[int] = []
+    embeds, writes = itertools.count(1), itertools.count(1)  # adds 1.. go through the write-behind
+    embed_texts, commit = sgmem.ingest.embed_texts, sgmem.write.commit_add
+
+    def embedding(*args: Any, **kwargs: Any) -> Any:  # the caller's embedding of add k (as _behind calls it)
+        k = next(embeds)
+        embed_started[k].set()
+        if k >= 2:
+            waited.append(("embed", k, write_started[k - 1].wait(wait_s)))
+        return embed_texts(*args, **kwargs)
+
+    def writing(mem: Any, p: Any) -> Any:  # the write of add k, wherever _behind runs it
+        k = next(writes)
+        write_threads.append(threading.get_ident())
+        write_started[k].set()
+        if k + 1 < n:
+            waited.append(("write", k, embed_started[k + 1].wait(wait_s)))
+        return commit(mem, p)
+
+    # the first add, a plain Memory.add alone, calls sgmem.write's own imports of both (not patched)
+    monkeypatch.setattr(sgmem.ingest, "embed_texts", embedding)
+    monkeypatch.setattr(sgmem.write, "commit_add", writing)
+    with sgmem.Memory(tmp_path / "m", embedder=_Timed()) as mem:
         write_path._behind(mem, mem.embedder, todo)
     caller = threading.get_ident()
-    writes = spans["write"]  # the first add, a plain Memory.add alone, calls its own import of commit_add
-    assert len(writes) == len(todo) - 1
-    assert all(tid != caller for *_, tid in writes)
-    caller_embeds = [(a, b) for a, b, tid in spans["embed"] if tid == caller]
-    overlapped = sum(any(a < we and ws < b for a, b in caller_embeds) for ws, we, _ in writes)
-    assert overlapped >= len(writes) - 1  # every write but the last ran during the caller's next embedding
+    assert len(write_threads) == n - 1 and caller not in write_threads
+    assert sorted((what, k) for what, k, _ in waited) == sorted(
+        [("embed", k) for k in range(2, n)] + [("write", k) for k in range(1, n - 1)]
+    )
+    assert all(ok for *_, ok in waited), waited
 
 
 def test_the_write_behind_bound_stores_what_sequential_adds_store(tmp_path: Path) -> None:

@@ -101,12 +101,13 @@ def test_inputs_exactly_at_the_limits_are_accepted() -> None:
 def test_a_message_at_the_default_size_limit_is_handled_in_bounded_time(content: str) -> None:
     assert len(content) <= sgmem.Limits().max_message_chars
     with sgmem.Memory(embedder=FastEmbedder()) as mem:
-        t0 = time.perf_counter()
+        # CPU seconds of this process, not wall time: other processes on a busy machine do not stretch it
+        t0 = time.process_time()
         res = mem.add({"role": "tool", "content": content}, scope="s", thread="t")
-        elapsed = time.perf_counter() - t0
+        elapsed = time.process_time() - t0
         assert res.sentences >= 1
         assert "".join(mem.messages(scope="s")[0].content) == content
-    assert elapsed < 20, f"{elapsed:.1f}s for one {len(content)}-character message"
+    assert elapsed < 20, f"{elapsed:.1f} CPU seconds for one {len(content)}-character message"
 
 
 def test_an_oversized_add_is_refused_before_any_work() -> None:
@@ -116,8 +117,8 @@ def test_an_oversized_add_is_refused_before_any_work() -> None:
     emb_embed = emb.embed
     emb.embed = lambda texts: calls.append(len(texts)) or emb_embed(texts)  # type: ignore[method-assign]
     with sgmem.Memory(embedder=emb) as mem:
-        t0 = time.perf_counter()
+        t0 = time.process_time()  # CPU seconds of this process (a busy machine does not stretch them)
         with pytest.raises(sgmem.LimitExceededError, match="max_message_chars"):
             mem.add({"role": "user", "content": "x" * 10_000_000}, scope="s", thread="t")
-        assert time.perf_counter() - t0 < 1.0
+        assert time.process_time() - t0 < 1.0
         assert calls == [] and mem.stats().messages == 0

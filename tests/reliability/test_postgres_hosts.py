@@ -193,7 +193,6 @@ def test_a_host_killed_inside_its_transaction_leaves_nothing(pg_url: str, tmp_pa
         assert mem.get(scope=scope_of(2), message_ids=half) == [], "the killed add left messages behind"
         assert not _ids(mem.search("tok2x", scope=scope_of(2), k=10, mode="bm25")) & set(half)
         # the server rolled the dead host's transaction back and released its lock: a new add goes through
-        t0 = time.monotonic()
+        # (a lock still held would raise StoreBusyError after busy_timeout_s; no clock is read here)
         mem.add(batch(2, 4), scope=scope_of(2), thread="retry")
-        assert time.monotonic() - t0 < 10
         assert _ids(mem.search("tok2x", scope=scope_of(2), k=10, mode="bm25")) == set(half)

