@@ -70,8 +70,11 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
     Args:
         path: a directory for a durable store, ``None`` to keep everything in
             this process's memory (tests, scratch work), or a PostgreSQL store
-            shared by many hosts: a ``postgresql://`` URL or a
-            ``psycopg_pool.ConnectionPool`` (``pip install 'sgmem[postgres]'``).
+            shared by many hosts: a ``postgresql://`` URL, a libpq
+            ``"host=... dbname=..."`` string or a ``psycopg_pool.ConnectionPool``
+            (``pip install 'sgmem[postgres]'``). A ``str`` that looks like
+            another URI (``file:``...) is refused; a ``pathlib.Path`` is always
+            a directory.
         embedder: any :class:`sgmem.Embedder`; default all-MiniLM-L6-v2.
         llm: optional :class:`sgmem.LLM` for LLM-backed features.
         config: a :class:`sgmem.Config`; default ``Config()``.
