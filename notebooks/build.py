@@ -3,7 +3,7 @@
 The notebooks are stored without outputs; ``tests/notebooks`` executes each
 top to bottom (offline, no API key) and checks that the stored files are
 exactly what this script writes: edit the cells in ``_cells_intro.py`` (notebooks
-01–03) or ``_cells_inside.py`` (04) and rebuild.
+01–03), ``_cells_inside.py`` (04) or ``_cells_tools.py`` (05) and rebuild.
 """
 
 from __future__ import annotations
@@ -21,12 +21,14 @@ sys.path.insert(0, str(HERE))  # the cell sources live next to this file
 from _cells import Cell  # noqa: E402
 from _cells_inside import INSIDE  # noqa: E402
 from _cells_intro import LANGCHAIN, LLAMA_INDEX, QUICKSTART  # noqa: E402
+from _cells_tools import AGENT_TOOLS  # noqa: E402
 
 NOTEBOOKS: dict[str, list[Cell]] = {
     "01_quickstart.ipynb": QUICKSTART,
     "02_langchain_agent.ipynb": LANGCHAIN,
     "03_llamaindex.ipynb": LLAMA_INDEX,
     "04_inside_the_memory.ipynb": INSIDE,
+    "05_agent_tools.ipynb": AGENT_TOOLS,
 }
 
 

@@ -26,7 +26,13 @@ pytestmark = pytest.mark.notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_DIR = ROOT / "notebooks"
-NAMES = ["01_quickstart.ipynb", "02_langchain_agent.ipynb", "03_llamaindex.ipynb", "04_inside_the_memory.ipynb"]
+NAMES = [
+    "01_quickstart.ipynb",
+    "02_langchain_agent.ipynb",
+    "03_llamaindex.ipynb",
+    "04_inside_the_memory.ipynb",
+    "05_agent_tools.ipynb",
+]
 KERNEL = "sgmem-notebook-test"
 
 
