@@ -256,13 +256,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         spk = Config().with_(hybrid=dataclasses.replace(Config().hybrid, speaker_match=1.0))
         systems.insert(1, ("sgmem hybrid, speaker_match=1", "hybrid", spk))
     config = None
-    if args.knn_index:
+    if args.knn_index or args.knn_rule:
         import dataclasses
 
         from .config import Config
 
         base = Config()
-        config = base.with_(graph=dataclasses.replace(base.graph, knn_index=args.knn_index))
+        graph = dataclasses.replace(base.graph, knn_index=args.knn_index or base.graph.knn_index)
+        graph = dataclasses.replace(graph, knn_rule=args.knn_rule or graph.knn_rule)
+        config = base.with_(graph=graph)
         systems.append(("sgmem graph (SGMem)", "graph"))
     rep = evaluate(
         args.file,
@@ -454,6 +456,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["auto", "exact", "hnsw"],
         default=None,
         help="build the kNN similarity edges this way (GraphConfig.knn_index) and also run mode='graph'",
+    )
+    lo.add_argument(
+        "--knn-rule",
+        choices=["knn", "earlier"],
+        default=None,
+        help="link sentences by this rule (GraphConfig.knn_rule) and also run mode='graph'",
     )
     lo.set_defaults(func=cmd_eval)
 

@@ -74,10 +74,26 @@ class GraphConfig:
     γ=1.0, K=5) except where marked [D].
 
     Attributes:
-        knn_k: similarity edges per sentence (§1.2 step 4). Each new sentence is
-            linked to its ``knn_k`` most similar *earlier* sentences of the scope
-            and edges are traversed undirected (symmetrised kNN, §1.2 [C]); this
-            is the incremental form of the paper's offline global kNN.
+        knn_k: similarity edges per sentence (§1.2 step 4): the length of each
+            sentence's list (see ``knn_rule``); edges are traversed undirected
+            (symmetrised kNN, §1.2 [C]).
+        knn_rule: which ``knn_k`` sentences a sentence is linked to.
+            ``"knn"``: the paper's global kNN graph, kept as the scope grows
+            (:mod:`sgmem.retrieval.knn`): each sentence's list is its ``knn_k``
+            nearest among all sentences of the scope present now: a new
+            sentence also enters the list of an earlier sentence it is closer
+            to than that sentence's ``knn_k``-th neighbour (which is dropped),
+            and a delete recomputes the lists that lost a member. Exact below
+            ``knn_ann_min_sentences``, from the HNSW graph above.
+            ``"earlier"`` (default): SGRM's incremental rule: a new sentence is
+            linked to its ``knn_k`` most similar *earlier* sentences and lists
+            never change afterwards; it is not the paper's kNN graph (on LoCoMo
+            dev vectors, k=3, about two thirds of the true kNN edges). It stays
+            the default because the hybrid measured no better with ``"knn"``
+            (LoCoMo dev evidence recall@10, cat 1–4: hybrid 79.9 earlier vs
+            79.8 knn; ``mode="graph"`` 54.0 vs 55.0; ``sgmem eval locomo …
+            --knn-rule``) while ``"knn"`` costs more per add
+            (``python -m benchmarks.knn_recall``).
         knn_min_cosine: [D] minimum cosine for a similarity edge. The paper uses
             none (0.0 keeps every top-k neighbour).
         hops: h, the BFS depth over similarity edges (§1.3 step 4); 0 disables.
@@ -126,6 +142,7 @@ class GraphConfig:
     """
 
     knn_k: int = 3
+    knn_rule: Literal["knn", "earlier"] = "earlier"
     knn_min_cosine: float = 0.0
     hops: int = 1
     seeds: int = 15
@@ -147,6 +164,12 @@ class GraphConfig:
         for name in ("knn_background", "knn_early"):
             value = getattr(self, name)
             _check(isinstance(value, bool), f"GraphConfig.{name}", value, "True or False")
+        _check(
+            self.knn_rule in ("knn", "earlier"),
+            "GraphConfig.knn_rule",
+            self.knn_rule,
+            "'knn' (each sentence's k nearest, kept up to date) or 'earlier' (k most similar earlier sentences)",
+        )
         _check(
             self.knn_early_threads is None or (_is_int(self.knn_early_threads) and self.knn_early_threads >= 1),
             "GraphConfig.knn_early_threads",

@@ -46,7 +46,7 @@ class DeleteMethods:
             scope_id = self._store.scope_id(scope)
             if scope_id is None:
                 return DeleteReceipt()
-            counts = delete_rows(self._store, self._derived, self._cache_dir, scope_id, thread, ids)
+            counts = delete_rows(self._store, self._derived, self._cache_dir, scope_id, thread, ids, self.config.graph)
             if counts["messages"]:
                 self._indexes.pop(scope_id, None)
                 self._entities.drop(scope_id)

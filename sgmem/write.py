@@ -34,6 +34,7 @@ from .pyramid.vocabulary import apply_plan, prune
 from .retrieval.ann import ensure_ann, in_background
 from .retrieval.dense import scan_threads
 from .retrieval.index import ScopeIndex, discard_cache, load_scope_index
+from .retrieval.knn import KnnUpdate, knn_update, list_owners, repair_lists
 from .store.sqlite import SQLiteStore
 from .types import AddResult, DeleteReceipt
 from .validate import check_name, check_names, check_time, normalise_messages
@@ -222,10 +223,15 @@ def _start_knn(mem: Any, idx: ScopeIndex, ann: Any, vecs: np.ndarray) -> EarlyKn
     if not (g.knn_background and g.knn_early and len(vecs)):
         return None
     pairs = in_background(
-        knn_edges, idx, vecs, g.knn_k, g.knn_min_cosine, ann=ann, threads=_early_knn_threads(mem, idx)
+        _knn_fn(g), idx, vecs, g.knn_k, g.knn_min_cosine, ann=ann, threads=_early_knn_threads(mem, idx)
     )
     idx.add_reader(pairs)  # whatever appends to the storage meanwhile waits for it
     return EarlyKnn(idx, ann, idx.n_sentences, pairs)
+
+
+def _knn_fn(g: Any) -> Any:
+    """The kNN search of ``GraphConfig.knn_rule``: the lists kept up to date, or links to earlier sentences."""
+    return knn_update if g.knn_rule == "knn" else knn_edges
 
 
 def _early_knn_threads(mem: Any, idx: ScopeIndex) -> int:
@@ -294,11 +300,11 @@ def apply_add(mem: Any, conn: Any, p: PreparedAdd, scope_id: int) -> AppliedAdd:
             pairs = early.pairs
         else:
             threads = scan_threads(mem.config, max(idx.n_sentences, mem.config.dense_scan_min_sentences))
-            pairs = in_background(knn_edges, idx, new_sent_vecs, g.knn_k, g.knn_min_cosine, ann=ann, threads=threads)
+            pairs = in_background(_knn_fn(g), idx, new_sent_vecs, g.knn_k, g.knn_min_cosine, ann=ann, threads=threads)
         if ann is not None and ann.storage() is idx.sent_index:
             linking = in_background(ann.add_rows, new_sent_vecs)
     else:
-        pairs = knn_edges(idx, new_sent_vecs, g.knn_k, g.knn_min_cosine, ann=ann)
+        pairs = _knn_fn(g)(idx, new_sent_vecs, g.knn_k, g.knn_min_cosine, ann=ann)
     t_graph = time.perf_counter()
     try:
         return _apply_rows(mem, conn, p, scope_id, idx, gen_before, new_sent_vecs, pairs, t_graph, linking)
@@ -339,7 +345,7 @@ def _apply_rows(
     idx: ScopeIndex,
     gen_before: int,
     new_sent_vecs: np.ndarray,
-    pairs: list[tuple[int, int, float]] | Future[list[tuple[int, int, float]]],
+    pairs: Any,  # knn_edges' or knn_update's result, or its Future
     t_graph: float,
     linking: Future[None] | None,
 ) -> AppliedAdd:
@@ -357,7 +363,15 @@ def _apply_rows(
     d_applied = mem._derived.apply(conn, scope_id, p.thread, prep, msg_ids, p.d_plan, p.kw_plan)
     if isinstance(pairs, Future):
         pairs = pairs.result()
-    sedges = [(sent_ids[i], sent_ids[-t - 1] if t < 0 else idx.sent_ids[t], w) for i, t, w in pairs]
+    upd = pairs if isinstance(pairs, KnnUpdate) else None
+    fwd = upd.pairs if upd is not None else pairs
+    sedges = [(sent_ids[i], sent_ids[-t - 1] if t < 0 else idx.sent_ids[t], w) for i, t, w in fwd]
+    evicted: list[tuple[int, int]] = []
+    if upd is not None:  # knn_rule="knn": earlier sentences' lists take new members and drop what they push out
+        sedges += [(idx.sent_ids[r], sent_ids[i], w) for r, i, w in upd.back]
+        evicted = [(idx.sent_ids[r], idx.sent_ids[t]) for r, t in upd.evicted]
+        if evicted:
+            conn.executemany("DELETE FROM sentence_edges WHERE src = ? AND dst = ?", evicted)
     n_edges = store.insert_sentence_edges(scope_id, sedges) + store.insert_turn_edges(scope_id, turn_edges)
     gen_after = store.bump_generation(scope_id)
     return AppliedAdd(
@@ -376,6 +390,7 @@ def _apply_rows(
         n_edges,
         t_graph,
         ent_applied,
+        extra={"evicted": evicted},
         linking=linking,
     )
 
@@ -418,6 +433,7 @@ def finish_add(mem: Any, p: PreparedAdd, a: AppliedAdd | None, replaced: DeleteR
                     a.turn_edges,
                     a.kw_applied,
                     linked,
+                    a.extra.get("evicted", ()),
                 )
             except BaseException:  # possibly half-extended: never served (rebuilt from the store at the next read)
                 discard_linked(mem, a.scope_id, a.idx, a.linking)
@@ -501,7 +517,9 @@ def replace_messages(
                         raise ThreadChanged(f"thread {thread!r} changed since it was read")
                 if scope_id is None:  # nothing to delete, nothing to add
                     return finish_add(mem, p, None, DeleteReceipt())
-                counts = delete_step(mem._store, mem._derived, mem._cache_dir, scope_id, del_thread, ids)
+                counts = delete_step(
+                    mem._store, mem._derived, mem._cache_dir, scope_id, del_thread, ids, mem.config.graph
+                )
                 if counts["messages"] and p.d_plan is not None:
                     p.d_plan.base_version = -1  # route the facts again against what the delete left
                 applied = apply_add(mem, conn, p, scope_id) if p.msgs else None
@@ -565,6 +583,7 @@ def extend_index(
     turn_edges: list[tuple[int, int]],
     keywords_applied: Any,
     linked: bool = False,
+    evicted: Any = (),
 ) -> None:
     """Append a committed add's turns, sentences, edges and keyword postings to ``idx``
     (``linked``: the sentence vectors are already in its HNSW storage)."""
@@ -587,14 +606,31 @@ def extend_index(
         linked,
     )
     idx.add_sentence_edges([a for a, _, _ in sentence_edges], [b for _, b, _ in sentence_edges])
+    _follow_lists(idx, sentence_edges, evicted)
     for a, b in turn_edges:
         idx.add_turn_edge(a, b)
     if idx.keywords is not None:
         idx.keywords.extend(keywords_applied, idx.msg_row)
 
 
+def _follow_lists(idx: ScopeIndex, edges: list[tuple[int, int, float]], evicted: Any) -> None:
+    """The cached kNN lists and adjacency follow an add's new and evicted similarity edges (ids → rows)."""
+    row = idx.sent_row
+    new = [(ra, rb, w) for a, b, w in edges if (ra := row(a)) is not None and (rb := row(b)) is not None]
+    gone = [(ra, rb) for a, b in evicted if (ra := row(a)) is not None and (rb := row(b)) is not None]
+    if gone:
+        idx.adjacency.remove(gone)
+    idx.knn.apply(new, gone)
+
+
 def delete_step(
-    store: SQLiteStore, derived: Any, cache_dir: Path | None, scope_id: int, thread: str | None, ids: list[str] | None
+    store: SQLiteStore,
+    derived: Any,
+    cache_dir: Path | None,
+    scope_id: int,
+    thread: str | None,
+    ids: list[str] | None,
+    graph: Any = None,
 ) -> dict[str, Any]:
     """Delete messages (all of the scope, a thread's, or ``ids``) and everything derived, inside ``store.write()``.
 
@@ -605,7 +641,10 @@ def delete_step(
     conn = store.conn
     store.lock_scope(scope_id)  # PostgreSQL: other hosts' writers of this scope wait
     pending = derived.before_delete(conn, scope_id, thread, ids)
+    owners = _knn_owners(store, scope_id, thread, ids) if graph is not None and graph.knn_rule == "knn" else []
     counts = store.delete(scope_id, thread, ids)
+    if owners:  # the kNN lists that lost a member are recomputed over what is left
+        repair_lists(conn, scope_id, owners, graph.knn_k, graph.knn_min_cosine)
     if counts["messages"]:
         counts.update(derived.after_delete(conn, scope_id, pending))
         store.bump_generation(scope_id)
@@ -623,11 +662,35 @@ def tidy_scope(store: SQLiteStore, scope_id: int, deleted: bool) -> None:
         store.purge_scope(scope_id)
 
 
+def _knn_owners(store: SQLiteStore, scope_id: int, thread: str | None, ids: list[str] | None) -> list[int]:
+    """Sentences outside the delete whose kNN lists hold a sentence it removes."""
+    if thread is None and ids is None:
+        return []  # the whole scope goes
+    msgs = sorted(store.message_rows(scope_id, thread, ids))
+    dead: list[int] = []
+    for i in range(0, len(msgs), 500):
+        chunk = msgs[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        dead += [
+            int(r[0]) for r in store.conn.execute(f"SELECT id FROM sentences WHERE message_id IN ({marks})", chunk)
+        ]
+    return list_owners(store.conn, dead)
+
+
 def delete_rows(
-    store: SQLiteStore, derived: Any, cache_dir: Path | None, scope_id: int, thread: str | None, ids: list[str] | None
+    store: SQLiteStore,
+    derived: Any,
+    cache_dir: Path | None,
+    scope_id: int,
+    thread: str | None,
+    ids: list[str] | None,
+    graph: Any = None,
 ) -> dict[str, Any]:
-    """Delete a scope's messages (all, a thread's, or ``ids``) and everything derived, in one transaction."""
+    """Delete a scope's messages (all, a thread's, or ``ids``) and everything derived, in one transaction.
+
+    ``graph`` (the ``GraphConfig``): with ``knn_rule="knn"`` the kNN lists that lose a member are repaired.
+    """
     with store.write():
-        counts = delete_step(store, derived, cache_dir, scope_id, thread, ids)
+        counts = delete_step(store, derived, cache_dir, scope_id, thread, ids, graph)
         tidy_scope(store, scope_id, bool(counts["messages"]))
     return counts

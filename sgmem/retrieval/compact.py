@@ -176,6 +176,30 @@ class Neighbours(Sequence):  # type: ignore[type-arg]
         if self._tail_n > max(65536, len(self._idx) // 4):
             self._merge()
 
+    def remove(self, pairs: Sequence[tuple[int, int]]) -> None:
+        """Remove one ``a – b`` edge (both directions) per pair, e.g. kNN lists' evicted members.
+
+        A tail edge goes at once; merged ones are cut out of the CSR in one
+        pass (O(edges); only the kNN rule's evictions call this).
+        """
+        cut = np.zeros(len(self._idx), dtype=bool)
+        for a, b in pairs:
+            for x, y in ((a, b), (b, a)):
+                tail = self._tail.get(x)
+                if tail is not None and y in tail:
+                    tail.remove(y)
+                    self._tail_n -= 1
+                    continue
+                if x + 1 < len(self._ptr):
+                    lo, hi = int(self._ptr[x]), int(self._ptr[x + 1])
+                    hit = np.flatnonzero((self._idx[lo:hi] == y) & ~cut[lo:hi])
+                    if hit.size:
+                        cut[lo + int(hit[0])] = True
+        if cut.any():
+            before = np.concatenate([[0], np.cumsum(cut)])  # cut entries before each position
+            self._ptr = self._ptr - before[self._ptr]
+            self._idx = self._idx[~cut]
+
     def _merge(self) -> None:
         base_n = len(self._ptr) - 1
         base_rows = np.repeat(np.arange(base_n, dtype=np.int64), np.diff(self._ptr))

@@ -23,6 +23,7 @@ import numpy as np
 from ..errors import DependencyError
 from .cachefiles import digest, discard_cache, write_private
 from .compact import Column, Grow, Lazy, Names, Neighbours, Postings
+from .knn import KnnLists
 
 __all__ = ["ScopeIndex", "discard_cache", "load_scope_index"]
 
@@ -143,6 +144,9 @@ class ScopeIndex:
         self._sent_idx = Grow(np.int32)
         self._sent_ids_sorted = True  # ids grow with rows unless a message's sentences were rewritten
         self.adjacency = Neighbours()
+        # each sentence's own kNN list (its stored out-edges, with cosines): GraphConfig.knn_rule="knn"
+        # keeps it up to date (sgmem.retrieval.knn)
+        self.knn = KnnLists()
         self._np_cache: dict[str, np.ndarray] = {}
         self._turn_norms: np.ndarray | None = None
         self._vec_view: tuple[tuple[int, int], np.ndarray] | None = None
@@ -426,7 +430,7 @@ class ScopeIndex:
         total += 4 * self.dim * self.sent_index.ntotal  # turn vectors are not held (see turn_vectors)
         total += self._str_bytes  # ext id and vocabulary strings, list and dict slots (counted as appended)
         total += self._threads.nbytes + self._sessions.nbytes + self._speakers.nbytes
-        total += self._postings.nbytes + self.adjacency.nbytes
+        total += self._postings.nbytes + self.adjacency.nbytes + self.knn.nbytes
         total += sum(a.nbytes for a in self._np_cache.values() if a.base is None)
         if self._turn_norms is not None:
             total += self._turn_norms.nbytes
@@ -518,6 +522,7 @@ class ScopeIndex:
             self._sent_msg.extend(owners)
             self._sent_idx.extend([r[2] for r in rows])
         self.adjacency.grow(self.n_sentences)
+        self.knn.grow(self.n_sentences)
         if linked:
             if self.ann is None or self.ann.storage() is not self.sent_index:
                 raise RuntimeError(

@@ -63,13 +63,15 @@ def load_scope_index(store: SQLiteStore, scope_id: int, dim: int, cache_dir: Pat
             )
             idx.dirty = cache_dir is not None
         edges = np.array(
-            conn.execute("SELECT src, dst FROM sentence_edges WHERE scope_id = ?", (scope_id,)).fetchall(),
-            dtype=np.int64,
-        ).reshape(-1, 2)
+            conn.execute("SELECT src, dst, weight FROM sentence_edges WHERE scope_id = ?", (scope_id,)).fetchall(),
+            dtype=np.float64,
+        ).reshape(-1, 3)
         sids = idx._sent_ids.view()
-        a, b = _rows_of(sids, edges[:, 0]), _rows_of(sids, edges[:, 1])
+        a = _rows_of(sids, edges[:, 0].astype(np.int64))
+        b = _rows_of(sids, edges[:, 1].astype(np.int64))
         keep = (a >= 0) & (b >= 0) & (a != b)
         idx.adjacency.load(a[keep], b[keep], idx.n_sentences)
+        idx.knn.load(a[keep], b[keep], edges[keep, 2].astype(np.float32), idx.n_sentences)
         tedges = np.array(
             conn.execute("SELECT src, dst FROM turn_edges WHERE scope_id = ?", (scope_id,)).fetchall(),
             dtype=np.int64,

@@ -54,10 +54,30 @@ def refresh_index(store: Any, idx: Any) -> bool:
         if idx.n_turns + len(turns) != int(n_msgs) or idx.n_sentences + len(sents) != int(n_sents):
             return False  # something the cache holds was removed: rebuild
         sedges = conn.execute(
-            "SELECT e.src, e.dst FROM sentence_edges e JOIN sentences s ON s.id = e.src "
+            "SELECT e.src, e.dst, e.weight FROM sentence_edges e JOIN sentences s ON s.id = e.src "
             "WHERE e.scope_id = ? AND s.scope_id = ? AND s.message_id > ?",
             (sid, sid, last_msg),
         ).fetchall()
+        # GraphConfig.knn_rule="knn": an add also puts its sentences into earlier sentences' lists and drops
+        # what they push out; a list that changed so holds a new sentence (a delete is caught by the counts
+        # above), and is re-read whole
+        owners = sorted(
+            {
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT e.src FROM sentence_edges e JOIN sentences s ON s.id = e.dst "
+                    "JOIN sentences o ON o.id = e.src WHERE e.scope_id = ? AND s.message_id > ? AND o.message_id <= ?",
+                    (sid, last_msg, last_msg),
+                )
+            }
+        )
+        relisted: list[tuple[int, int, float]] = []
+        for i in range(0, len(owners), 500):
+            chunk = owners[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            relisted += conn.execute(
+                f"SELECT src, dst, weight FROM sentence_edges WHERE src IN ({marks})", chunk
+            ).fetchall()
         tedges = conn.execute(
             "SELECT src, dst FROM turn_edges WHERE scope_id = ? AND (src > ? OR dst > ?)", (sid, last_msg, last_msg)
         ).fetchall()
@@ -71,14 +91,41 @@ def refresh_index(store: Any, idx: Any) -> bool:
     if sents:
         vecs = np.frombuffer(b"".join(bytes(r[3]) for r in sents), dtype=np.float32).reshape(len(sents), dim)
         idx.append_sentences([(int(r[0]), int(r[1]), int(r[2]), "") for r in sents], vecs)
-    for a, b in sedges:
+    knn: list[tuple[int, int, float]] = []
+    for a, b, w in sedges:
         idx.add_sentence_edge(int(a), int(b))
+        ra, rb = idx.sent_row(int(a)), idx.sent_row(int(b))
+        if ra is not None and rb is not None:
+            knn.append((ra, rb, float(w)))
+    idx.knn.apply(knn, [])
+    if owners:
+        _relist(idx, owners, relisted)
     for a, b in tedges:
         idx.add_turn_edge(int(a), int(b))
     if kw_new is not None:
         idx.keywords.extend(kw_new, idx.msg_row)
     idx.generation = gen
     return True
+
+
+def _relist(idx: Any, owners: list[int], edges: list[tuple[int, int, float]]) -> None:
+    """Replace the kNN lists of ``owners`` (sentence ids) with ``edges`` read from the store; adjacency follows."""
+    row = idx.sent_row
+    fresh: dict[int, list[tuple[int, float]]] = {r: [] for o in owners if (r := row(o)) is not None}
+    for a, b, w in edges:
+        ra, rb = row(int(a)), row(int(b))
+        if ra is not None and rb is not None:
+            fresh.setdefault(ra, []).append((rb, float(w)))
+    gone: list[tuple[int, int]] = []
+    for r, items in fresh.items():
+        old = {t for t, _ in idx.knn.row(r)}
+        new = {t for t, _ in items}
+        gone += [(r, t) for t in old - new]
+        for t in new - old:
+            idx.adjacency.add(r, t)
+        idx.knn.set_row(r, items)
+    if gone:
+        idx.adjacency.remove(gone)
 
 
 def _new_keywords(conn: Any, sid: int, kwi: Any, last_msg: int) -> Any:

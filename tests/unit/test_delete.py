@@ -31,17 +31,24 @@ def test_deleted_message_is_not_found_by_its_own_text(sample_memory: sgmem.Memor
     assert "c3" not in [m.id for m in sample_memory.messages(scope="alice")]
 
 
+def _similarity_edges(mem: sgmem.Memory) -> set[tuple[int, int]]:
+    return {(int(a), int(b)) for a, b in mem._store.conn.execute("SELECT src, dst FROM sentence_edges")}
+
+
 def test_receipt_counts_match_what_disappeared(sample_memory: sgmem.Memory) -> None:
     before = sample_memory.stats("alice").scopes[0]
+    edges_before = _similarity_edges(sample_memory)
     receipt = sample_memory.delete(scope="alice", message_ids=["c2", "c3"])
     after = sample_memory.stats("alice").scopes[0]
+    # kNN lists that lost a member were repaired with edges to sentences still there (GraphConfig.knn_rule)
+    repaired = len(_similarity_edges(sample_memory) - edges_before)
     n_sents = sum(len(split_sentences(BY_ID[i]["content"])) for i in ("c2", "c3"))
     assert receipt.messages == 2 == before.messages - after.messages
     assert receipt.sentences == n_sents == before.sentences - after.sentences
     assert receipt.vectors == receipt.messages + receipt.sentences
     assert receipt.threads == ("chat-1",)
     # removed: all similarity edges of the deleted sentences, and c1-c2, c2-c3, c3-c4; bridged: c1-c4
-    assert before.similarity_edges - after.similarity_edges + 3 == receipt.edges
+    assert before.similarity_edges - after.similarity_edges + repaired + 3 == receipt.edges
     assert after.chronological_edges == before.chronological_edges - 3 + 1
     assert receipt.total == receipt.messages + receipt.sentences + receipt.edges + receipt.vectors + receipt.derived
 

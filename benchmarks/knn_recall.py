@@ -1,0 +1,171 @@
+"""kNN edge recall of the write path against a global kNN of the stored vectors, per ``GraphConfig.knn_rule``.
+
+SGMem's paper links each sentence to its ``k`` nearest sentences of the
+whole haystack (a global kNN graph, ALGORITHMS §1.2 step 4). A memory
+grows an add at a time; ``knn_rule="knn"`` keeps every sentence's list equal
+to its ``k`` nearest among the sentences present (:mod:`sgmem.retrieval.knn`),
+``knn_rule="earlier"`` links a new sentence to its ``k`` most similar earlier
+ones only. This benchmark ingests the same vectors under each rule through
+``Memory.add`` (one sentence per message, 24 messages per add, the default
+configuration otherwise: exact neighbours below ``knn_ann_min_sentences``,
+HNSW above), then compares the stored lists with the exact kNN computed from
+the vectors read back from the store (a seeded sample of sentences at large
+sizes; tie-aware: a stored neighbour counts when its cosine reaches the
+sentence's exact ``k``-th).
+
+Vectors: real MiniLM vectors of LoCoMo sentences (an
+:class:`sgmem.eval.CachingEmbedder` ``.npz``, e.g. the one ``sgmem eval
+locomo --cache`` writes); sizes beyond them are "LoCoMo-like": a stored
+vector plus Gaussian noise of norm ``--noise`` (0.5 by default), normalised.
+Costs are the engine's milliseconds per add (``AddResult.timings_ms``, the
+lookup embedder costs nothing), per sentence, over the whole ingest and its
+last 10 %, both rules in the same run.
+
+Run: ``python -m benchmarks.knn_recall --npz benchmarks/out/cache/embeddings-*.npz --sizes 10000 100000``
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["LookupEmbedder", "lookup_vectors", "main", "measure", "render", "stored_recall"]
+
+PER_ADD = 24
+
+
+class LookupEmbedder:
+    """Embeds ``"v<i>"`` (speaker-prefixed or not) as row ``i`` of a fixed matrix."""
+
+    def __init__(self, vecs: np.ndarray) -> None:
+        self.vecs = vecs
+        self.dim = int(vecs.shape[1])
+        self.name = f"lookup-{len(vecs)}x{self.dim}"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.vecs[[int(t.rsplit("v", 1)[1]) for t in texts]]
+
+
+def lookup_vectors(base: np.ndarray, n: int, noise: float = 0.5, seed: int = 0) -> np.ndarray:
+    """``n`` unit vectors: ``base``'s rows, then noisy copies of random rows (norm-``noise`` Gaussian noise)."""
+    rng = np.random.default_rng(seed)
+    base = base / np.linalg.norm(base, axis=1, keepdims=True)
+    out = [base[:n]]
+    if n > len(base):
+        m = n - len(base)
+        src = base[rng.integers(0, len(base), m)]
+        g = rng.normal(size=src.shape) * (noise / np.sqrt(base.shape[1]))
+        extra = src + g
+        out.append(extra / np.linalg.norm(extra, axis=1, keepdims=True))
+    perm = rng.permutation(n)  # conversations interleaved, copies far from their source in time
+    return np.ascontiguousarray(np.concatenate(out)[perm], dtype=np.float32)
+
+
+def stored_recall(conn: Any, k: int, sample: int, seed: int = 0) -> float:
+    """Tie-aware recall of the stored out-lists against the exact kNN over every stored vector."""
+    rows = conn.execute("SELECT id, vec FROM sentences ORDER BY id").fetchall()
+    ids = np.array([int(r[0]) for r in rows], dtype=np.int64)
+    vecs = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(len(ids), -1)
+    rng = np.random.default_rng(seed)
+    pick = np.sort(rng.choice(len(ids), min(sample, len(ids)), replace=False))
+    pos = {int(s): j for j, s in enumerate(ids)}
+    lists: dict[int, list[int]] = {}
+    for a, b in conn.execute("SELECT src, dst FROM sentence_edges").fetchall():
+        lists.setdefault(pos[int(a)], []).append(pos[int(b)])
+    good = 0
+    for lo in range(0, len(pick), 512):
+        q = pick[lo : lo + 512]
+        sims = vecs[q] @ vecs.T
+        sims[np.arange(len(q)), q] = -np.inf
+        kth = -np.partition(-sims, k - 1, axis=1)[:, k - 1]
+        for a, r in enumerate(q.tolist()):
+            good += sum(1 for t in lists.get(r, []) if sims[a, t] >= kth[a] - 1e-6)
+    return good / (k * len(pick))
+
+
+def _ingest(vecs: np.ndarray, rule: str, path: Path) -> dict[str, Any]:
+    import sgmem
+
+    base = sgmem.Config()
+    cfg = base.with_(graph=dataclasses.replace(base.graph, knn_rule=rule))  # type: ignore[arg-type]
+    per: list[float] = []
+    t0 = time.perf_counter()
+    with sgmem.Memory(path, embedder=LookupEmbedder(vecs), config=cfg) as mem:
+        for a in range(0, len(vecs), PER_ADD):
+            msgs = [{"role": "user", "content": f"v{i}"} for i in range(a, min(a + PER_ADD, len(vecs)))]
+            res = mem.add(msgs, scope="u", thread=f"t{(a // PER_ADD) % 7}")
+            per.append(res.timings_ms["total"] / max(res.sentences, 1))
+        build_s = time.perf_counter() - t0
+        recall = stored_recall(mem._store.conn, cfg.graph.knn_k, sample=2000)
+        n_edges = int(mem._store.conn.execute("SELECT COUNT(*) FROM sentence_edges").fetchone()[0])
+    tail = per[int(0.9 * len(per)) :]
+    return {
+        "rule": rule,
+        "recall": recall,
+        "edges": n_edges,
+        "us_per_sentence": float(np.mean(per)) * 1e3,
+        "us_per_sentence_last10": float(np.mean(tail)) * 1e3,
+        "build_s": build_s,
+    }
+
+
+def measure(base: np.ndarray, sizes: Sequence[int], noise: float = 0.5) -> list[dict[str, Any]]:
+    """Both rules at each size, the same vectors; one temporary store per run (removed after)."""
+    out = []
+    for n in sizes:
+        vecs = lookup_vectors(base, n, noise)
+        for rule in ("earlier", "knn"):
+            tmp = Path(tempfile.mkdtemp(prefix="knn-recall-"))
+            try:
+                row = _ingest(vecs, rule, tmp / "store")
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            row["sentences"] = n
+            print(row, file=sys.stderr)
+            out.append(row)
+    return out
+
+
+def render(rows: list[dict[str, Any]], command: str = "") -> str:
+    lines = [
+        "| sentences | knn_rule | edge recall vs global kNN (k=3, tie-aware) | edges | engine µs/sentence "
+        "(all adds · last 10 %) | ingest s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['sentences']:,} | {r['rule']} | {r['recall']:.3f} | {r['edges']:,} | "
+            f"{r['us_per_sentence']:.0f} · {r['us_per_sentence_last10']:.0f} | {r['build_s']:.0f} |"
+        )
+    if command:
+        lines.append(f"\n`{command}`")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.knn_recall", description=__doc__.split("\n")[0])
+    p.add_argument("--npz", required=True, help="an sgmem.eval.CachingEmbedder .npz of real sentence vectors")
+    p.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    p.add_argument("--noise", type=float, default=0.5)
+    p.add_argument("--out", help="also write the Markdown table here")
+    args = p.parse_args(argv)
+    base = np.load(args.npz)["vecs"].astype(np.float32)
+    rows = measure(base, args.sizes, args.noise)
+    report = render(rows, "python -m benchmarks.knn_recall " + " ".join(argv if argv is not None else sys.argv[1:]))
+    print(report)
+    if args.out:
+        Path(args.out).write_text(report + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
