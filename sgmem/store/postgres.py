@@ -261,7 +261,22 @@ class PostgresStore(SQLiteStore):
     _closed_by_user = False
     _pool_autocommit = False
 
+    def _check_schema(self) -> None:
+        """Refuse a ``search_path`` whose first schema does not exist (PostgreSQL would quietly use the next one)."""
+        setting = str(self._raw.execute("SELECT current_setting('search_path')").fetchone()[0])
+        names = [n.strip() for n in setting.split(",") if n.strip() and n.strip() not in ('"$user"', "$user")]
+        if not names:
+            return
+        first = names[0][1:-1].replace('""', '"') if names[0].startswith('"') else names[0].lower()
+        if self._raw.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (first,)).fetchone() is None:
+            raise StoreError(
+                f"the PostgreSQL store {self.where!r} names schema {first!r} first in its search_path, and it does "
+                f"not exist: PostgreSQL would put sgmem's tables in the next schema ({setting!r}). Create it "
+                f'(CREATE SCHEMA "{first}", as a role allowed to) or fix the URL\'s options=-csearch_path%3Dname.'
+            )
+
     def _migrate(self) -> None:
+        self._check_schema()
         with self.write() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (_LOCK_CLASS, _SCHEMA_LOCK))
             if self._raw.execute("SELECT to_regclass('migrations')").fetchone()[0] is None:  # a role may lack CREATE

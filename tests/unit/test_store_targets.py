@@ -140,6 +140,24 @@ def test_a_missing_schema_is_a_store_error_that_says_what_to_do(pg_url: str) -> 
 
 
 @pytest.mark.postgres
+def test_a_missing_first_schema_is_refused_not_replaced_by_the_next(pg_url: str) -> None:
+    """``search_path=typo,public``: PostgreSQL would create the tables in ``public``; sgmem refuses, creating nothing."""
+    import psycopg
+
+    from tests.pg import server_url, with_schema
+
+    def tables() -> int:
+        with psycopg.connect(server_url()) as c:
+            return int(c.execute("SELECT COUNT(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()[0])
+
+    before = tables()
+    with pytest.raises(sgmem.StoreError, match="CREATE SCHEMA") as err:
+        sgmem.Memory(with_schema(server_url(), "no_such_schema_sgmem"), embedder=HashEmbedder())
+    assert "no_such_schema_sgmem" in str(err.value)
+    assert tables() == before, "sgmem's tables were created in the next schema of the search_path"
+
+
+@pytest.mark.postgres
 def test_every_server_error_is_an_sgmem_error(pg_url: str) -> None:
     """A statement the server refuses (here a table dropped by hand) is a StoreError, not a psycopg error."""
     import psycopg
