@@ -79,7 +79,7 @@ class SGMemChatStore(BaseChatStore):
             sgmem.InvalidInputError: it was saved from an in-memory store, which cannot be rebuilt.
         """
         data = {**data, **kwargs}
-        memory = data.get("memory") or open_store(data.get("store_path"), "SGMemChatStore")
+        memory = data.get("memory") or open_store(data, "SGMemChatStore")
         return cls(memory=memory, scope=data.get("scope", DEFAULT_SCOPE))
 
     @classmethod

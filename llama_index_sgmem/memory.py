@@ -141,16 +141,23 @@ class SGMemMemory(BaseMemory):
 
     # ------------------------------------------------------------ saving
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
-        """The settings plus ``store_path``: enough for :meth:`from_dict` (and a workflow ``Context``) to rebuild it.
+        """The settings plus the store's reference: enough for :meth:`from_dict` (and a workflow ``Context``)
+        to rebuild it.
 
-        ``tokenizer_fn`` is not saved (the default is used again).
+        The store is saved as ``store_path`` (a directory) or ``store_url`` (a
+        PostgreSQL store's URL with its password removed), with ``config``,
+        the ``sgmem.Config`` it was opened with (restored with it; secrets are
+        never saved: see :mod:`sgmem.saved` for how a password or
+        ``pg_scope_key`` is found again). ``tokenizer_fn``, the store's
+        embedder and LLM are not saved (defaults are used again, or pass
+        ``memory=`` to :meth:`from_dict`).
 
         Raises:
             sgmem.SgmemError: the store is in memory (no path), so it could not be rebuilt.
         """
-        path = _persist.store_path(self.memory, "SGMemMemory")
+        ref = _persist.reference(self.memory, "SGMemMemory")
         data = super().to_dict(**kwargs)
-        data["store_path"] = path
+        data.update(ref)
         return data
 
     @classmethod
@@ -158,8 +165,9 @@ class SGMemMemory(BaseMemory):
         """Rebuild a memory saved by :meth:`to_dict`, opening its store (or reusing it when already open)."""
         data = {**data, **kwargs}
         data.pop("class_name", None)
-        memory = data.pop("memory", None) or _persist.open_store(data.pop("store_path", None), "SGMemMemory")
-        data.pop("store_path", None)
+        memory = data.pop("memory", None) or _persist.open_store(data, "SGMemMemory")
+        for key in ("store_path", "store_url", "config"):
+            data.pop(key, None)
         return cls(memory=memory, **data)
 
     def __reduce__(self) -> tuple[Any, ...]:

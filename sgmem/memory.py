@@ -133,6 +133,7 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         if embedder is not None:
             check_embedder_identity(embedder)
         self.config = config or Config()
+        self._config_given = self.config  # before "auto" settings are resolved for this host (sgmem.saved)
         self.embedder: Embedder = embedder or default_embedder()
         if self.config.dense_device is not None:  # before the store opens: a bad device changes nothing
             from .retrieval.device import check_device, resolve_device
