@@ -236,9 +236,32 @@ def test_the_signed_form_stops_a_client_that_sets_the_scope_itself(
         assert [m.content for m in app.messages(scope="carol")] == ["carol paints"]
         app.delete(scope="bob")
         assert app.messages(scope="bob") == []
-    for config, needle in ((SIGNED.with_(pg_scope_key="not-the-store-key-0000"), "not the key"), (PLAIN, "signed")):
+    new_key = SIGNED.with_(pg_scope_key="the-next-scope-key-0001")
+    for config, needle in ((new_key, "not the key"), (PLAIN, "signed")):
         with pytest.raises(sgmem.StoreError, match=needle):
             sgmem.Memory(app_role.url, embedder=fake, config=config)
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as owner:  # rotation, as the README says
+        owner.execute("DELETE FROM sgmem_scope_keys")
+    with sgmem.Memory(pg_url, embedder=fake, config=new_key):
+        pass
+    with pytest.raises(sgmem.StoreError, match="not the key"):
+        sgmem.Memory(app_role.url, embedder=fake, config=SIGNED)
+    with sgmem.Memory(app_role.url, embedder=fake, config=new_key) as app:
+        assert [m.content for m in app.messages(scope="alice")] == ALICE
+
+
+def test_a_table_row_security_cannot_guard_is_refused_at_opening(pg_url: str, fake: HashEmbedder) -> None:
+    """A table with no scope_id and no known parent would be left readable: opening with row security refuses."""
+    import psycopg
+
+    with sgmem.Memory(pg_url, embedder=fake, config=PLAIN):
+        pass
+    with psycopg.connect(pg_url, autocommit=True) as owner:
+        owner.execute("CREATE TABLE notes_added_later (id BIGINT PRIMARY KEY, text TEXT)")
+    with pytest.raises(sgmem.StoreError, match="notes_added_later"):
+        sgmem.Memory(pg_url, embedder=fake, config=PLAIN)
 
 
 def test_a_scope_key_needs_row_security_and_stays_out_of_repr() -> None:
