@@ -29,9 +29,10 @@ import argparse
 import contextlib
 import os
 import sys
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from .errors import DependencyError, InvalidInputError
+from .errors import DependencyError, InvalidInputError, SgmemError
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -50,8 +51,8 @@ INSTRUCTIONS = (
 )
 
 
-def _sdk() -> tuple[Any, int, Any]:
-    """The SDK's high-level server class, its major version, and ``ToolAnnotations``."""
+def _sdk() -> tuple[Any, int, Any, type[Exception]]:
+    """The SDK's high-level server class, its major version, ``ToolAnnotations`` and ``ToolError``."""
     try:
         from mcp.types import ToolAnnotations
     except ImportError as exc:
@@ -61,12 +62,13 @@ def _sdk() -> tuple[Any, int, Any]:
         ) from exc
     try:  # mcp 2.x renamed FastMCP to MCPServer (and moved the HTTP settings to run())
         from mcp.server.mcpserver import MCPServer
-
-        return MCPServer, 2, ToolAnnotations
+        from mcp.server.mcpserver.exceptions import ToolError
     except ImportError:
         from mcp.server.fastmcp import FastMCP
+        from mcp.server.fastmcp.exceptions import ToolError as V1ToolError
 
-        return FastMCP, 1, ToolAnnotations
+        return FastMCP, 1, ToolAnnotations, V1ToolError
+    return MCPServer, 2, ToolAnnotations, ToolError
 
 
 def build_server(
@@ -89,25 +91,33 @@ def build_server(
     from .validate import check_name
 
     scope = check_name(scope, "scope", tools.memory.config.limits)
-    server_cls, major, annotations = _sdk()
+    server_cls, major, annotations, tool_error = _sdk()
     http = {} if major == 2 else {"host": host, "port": port}
     server = server_cls("sgmem", instructions=INSTRUCTIONS, **http)
     reading = annotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
 
+    async def call(op: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+        # the SDK's ToolError is a failure the model should read: mcp 2.x shows any other exception's text
+        # to nobody but the server's log
+        try:
+            return await op
+        except SgmemError as exc:
+            raise tool_error(str(exc)) from exc
+
     async def recall(query: str, k: int | None = None) -> dict[str, Any]:
-        return await tools.arecall(scope, query, k)
+        return await call(tools.arecall(scope, query, k))
 
     async def context(query: str, budget_tokens: int | None = None) -> dict[str, Any]:
-        return await tools.acontext(scope, query, budget_tokens)
+        return await call(tools.acontext(scope, query, budget_tokens))
 
     async def list_threads() -> dict[str, Any]:
-        return await tools.alist_threads(scope)
+        return await call(tools.alist_threads(scope))
 
     async def remember(text: str, thread: str | None = None) -> dict[str, Any]:
-        return await tools.aremember(scope, text, thread)
+        return await call(tools.aremember(scope, text, thread))
 
     async def forget(message_ids: list[str] | None = None, thread: str | None = None) -> dict[str, Any]:
-        return await tools.aforget(scope, message_ids, thread)
+        return await call(tools.aforget(scope, message_ids, thread))
 
     if not read_only:
         server.tool(

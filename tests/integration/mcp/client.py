@@ -25,13 +25,16 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 ROOT = Path(__file__).resolve().parents[3]
+#: The interpreter that runs the servers: this one, unless ``SGMEM_TEST_MCP_PYTHON`` names another (e.g. an
+#: environment with the other major version of the mcp SDK, to check the server against it with this client).
+PYTHON = os.environ.get("SGMEM_TEST_MCP_PYTHON") or sys.executable
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
 def server_params(args: Sequence[str], env: dict[str, str] | None = None) -> StdioServerParameters:
     """``python ARGS`` in the repository root, with this environment (plus ``env``) and offline model hubs."""
     return StdioServerParameters(
-        command=sys.executable, args=list(args), env={**os.environ, **OFFLINE, **(env or {})}, cwd=str(ROOT)
+        command=PYTHON, args=list(args), env={**os.environ, **OFFLINE, **(env or {})}, cwd=str(ROOT)
     )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from mcp import ClientSession  # noqa: E402
 import sgmem  # noqa: E402
 from tests.integration.mcp.client import (
     OFFLINE,
+    PYTHON,
     ROOT,
     McpClient,
     http_server,
@@ -54,7 +54,7 @@ def test_sgmem_mcp_with_the_default_embedder(tmp_path: Path) -> None:
 def _sgmem(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if k not in ("SGMEM_SCOPE", "SGMEM_PATH", "SGMEM_STORE")}
     return subprocess.run(
-        [sys.executable, "-m", "sgmem.cli", *args],
+        [PYTHON, "-m", "sgmem.cli", *args],
         env={**clean, **OFFLINE, **env},
         cwd=ROOT,
         capture_output=True,
