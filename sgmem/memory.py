@@ -190,7 +190,8 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         self._types = TypeModel(self._words, self.config.entities)
         self._lock = threading.RLock()
         self._closed = False
-        self._unscrubbed = False  # a delete's checkpoint could not complete yet (see scrub())
+        # a delete's checkpoint could not complete yet (see scrub()); or one a killed process left undone
+        self._unscrubbed = bool(getattr(self._store, "scrub_pending", False))
         # generated memory (facts, summaries, insights) and the SAGE novelty gate
         self._derived = DerivedEngine(self._store, self.embedder, self.config, self.llm, self._caches)
         if preload:

@@ -152,6 +152,8 @@ class SQLiteStore:
     """
 
     _checkpointer: Checkpointer | None = None
+    #: a scrub found undone when the store opened could not finish yet (see :meth:`_scrub_on_open`)
+    scrub_pending = False
 
     def __init__(
         self,
@@ -220,6 +222,8 @@ class SQLiteStore:
                     # a store dropped without close() stops its thread (which holds no reference to the store)
                     weakref.finalize(self, self._checkpointer.close)
             self._check_schema() if read_only else self._migrate()
+            if self.dir is not None and not read_only:
+                self.scrub_pending = not self._scrub_on_open(target)
         except BaseException as exc:
             # a store that failed to open must not keep its file handle (the caller
             # may move the file away and retry in the same process)
@@ -421,6 +425,27 @@ class SQLiteStore:
             finally:
                 with contextlib.suppress(sqlite3.Error):
                     self._raw.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
+
+    def _scrub_on_open(self, target: str) -> bool:
+        """Finish a scrub that a killed process left undone (its delete committed, its checkpoint never ran).
+
+        The log of a store whose last connection closed normally is gone or
+        empty; one left with frames (a process killed, or others still
+        writing) is checkpointed and emptied now, in one attempt that waits
+        for no reader, so deleted text does not outlive the open. True if
+        the log is now empty; False leaves it to the next delete or ``close``.
+        A read-only open cannot write the files and does not try.
+        """
+        wal = Path(f"{target}-wal")
+        try:
+            if not wal.exists() or wal.stat().st_size == 0:
+                return True
+        except OSError:
+            return True
+        try:
+            return self.scrub(timeout_s=0)
+        except Exception:  # noqa: BLE001 - best effort: the next delete or close scrubs again
+            return False
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

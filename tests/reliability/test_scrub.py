@@ -154,3 +154,47 @@ def test_a_reader_holding_an_old_snapshot_is_reported_then_scrub_finishes(tmp_pa
             assert leaks(path, needles) == []
     finally:
         reader.close()
+
+
+KILLED_IN_SCRUB = """
+import os, signal, sys
+sys.path.insert(0, {root!r})
+import sgmem
+from sgmem.store.sqlite import SQLiteStore
+from tests.reliability.helpers import FastEmbedder
+
+def killed(self, timeout_s=None):  # the delete has committed; the process dies before its scrub runs
+    print("COMMITTED", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+SQLiteStore.scrub = killed
+mem = sgmem.Memory({path!r}, embedder=FastEmbedder())
+mem.add([{{"role": "user", "content": "One more filler note."}}], scope="a", thread="secret")  # pages in the WAL
+mem.delete(scope="a", thread="secret")
+"""
+
+
+def test_a_kill_between_the_delete_and_its_scrub_is_finished_by_the_next_writable_open(tmp_path: Path) -> None:
+    """Issue 29 item 10 (the README's deletion section says the same): a process killed after a delete
+    commits but before its scrub leaves the deleted text in the store's files. A read-only open cannot
+    rewrite them (the text stays there); the next writable open finishes the scrub before its constructor
+    returns."""
+    path = tmp_path / "store"
+    mem, needles = _prepared(path, "zs" + secrets.token_hex(2))
+    mem.close()
+    out = subprocess.run(
+        [sys.executable, "-c", KILLED_IN_SCRUB.format(root=str(ROOT), path=str(path))],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.stdout.split() == ["COMMITTED"] and out.returncode == -signal.SIGKILL, out.stderr[-2000:]
+    assert leaks(path, needles)  # committed, not scrubbed
+    with sgmem.Memory(path, embedder=EMB, read_only=True) as ro:
+        assert ro.messages(scope="a", thread="secret") == []  # deleted for every reader
+        assert leaks(path, needles)  # a read-only open cannot rewrite the files
+    assert leaks(path, needles)
+    with sgmem.Memory(path, embedder=EMB) as rw:
+        assert leaks(path, needles) == []  # scrubbed by the open itself, before any call
+        assert rw.messages(scope="a", thread="secret") == [] and rw.messages(scope="b")
+    assert leaks(path, needles) == []
