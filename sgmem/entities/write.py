@@ -45,6 +45,10 @@ from .store import EntityRow
 
 __all__ = ["EntityPlan", "plan_entities"]
 
+#: the longest span taken for a name: a longer capitalised run is a blob (a URL, a hash), not an entity,
+#: and the entity index's row must fit PostgreSQL's btree as well as SQLite (a row holds at most ~2,700 bytes)
+MAX_NAME_CHARS = 200
+
 #: mention kinds that become entities (dates and numbers are typed but not linked: the
 #: hybrid's date prior and the lexical channel already use them)
 LINKED = ("name", "title", "speaker")
@@ -144,7 +148,7 @@ def plan_entities(
     known = set(snap.by_norm)
     per_msg: list[list[Mention]] = []
     for i, m in enumerate(messages):
-        found = [x for x in find_spans(m.content, known) if x.kind in LINKED]
+        found = [x for x in find_spans(m.content, known) if x.kind in LINKED and len(x.surface) <= MAX_NAME_CHARS]
         for x in found:
             for si in by_msg.get(i, ()):
                 if sentences[si].start <= x.start < sentences[si].end:

@@ -26,6 +26,9 @@ from ..text.lexical import STOPWORDS, stem_terms
 
 __all__ = ["LIGHT_WORDS", "candidates", "keyword_key", "select_top", "stem_key", "turn_keywords"]
 
+#: the longest keyword kept (rule and LLM alike): a longer token is no keyword, and the vocabulary's
+#: unique index must hold it on PostgreSQL too (a btree row holds at most ~2,700 bytes)
+MAX_KEY_CHARS = 64
 _WORD = re.compile(r"[^\W_]+(?:[-'’][^\W_]+)*", re.UNICODE)
 
 #: [D] Generic words of chat that carry no topic; with no POS tagger they stand
@@ -125,6 +128,8 @@ def _candidate(tok: str) -> str:
         return ""
     if len(key) < 2 and not key.isdigit():
         return ""
+    if len(key) > MAX_KEY_CHARS:  # a hash or an encoded blob, not a keyword (and past an index's row size)
+        return ""
     return key
 
 
@@ -187,7 +192,7 @@ def clean_llm_keywords(raw: Iterable[object], limit: int) -> list[str] | None:
         if not isinstance(item, str):
             return None
         key = keyword_key(item)
-        if key and key not in STOPWORDS and key not in out and len(key) <= 64:
+        if key and key not in STOPWORDS and key not in out and len(key) <= MAX_KEY_CHARS:
             out.append(key)
         if len(out) >= limit:
             break

@@ -56,3 +56,20 @@ def test_text_around_a_nul_s_neighbours_is_stored_verbatim(mem: sgmem.Memory) ->
     mem.add([{"role": "user", "content": text, "id": "m1", "metadata": {"k": "v\x00"}}], scope="s", thread="t")
     (got,) = mem.get(scope="s", message_ids=["m1"])
     assert got.content == text and got.metadata == {"k": "v\x00"}
+
+
+def test_a_very_long_token_is_stored_on_both_backends(store_path: Any) -> None:
+    """A 6,000-character token (a hash, a blob, a long URL) is no keyword or entity name: PostgreSQL's indexes
+    would refuse it, so neither backend indexes it, and both store and replay the message."""
+    import random
+    import string
+
+    rng = random.Random(1)  # random, so that PostgreSQL cannot compress it under its index's row size
+    blob = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(6000))
+    texts = [blob, f"Look at https://example.com/{blob} please", f"Meet {blob.capitalize()} Smith tomorrow"]
+    config = sgmem.Config(min_relevance=0, entities=sgmem.EntityConfig(enabled=True))
+    with sgmem.Memory(store_path, embedder=HashEmbedder(), config=config) as mem:
+        mem.add([{"role": "user", "content": t} for t in texts], scope="s", thread="t")
+        assert [m.content for m in mem.messages(scope="s")] == texts
+        for mode in ("hybrid", "entity"):
+            assert mem.search("Smith tomorrow", scope="s", mode=mode) is not None
