@@ -13,7 +13,7 @@ import sgmem
 from sgmem.errors import InvalidInputError
 
 from ._messages import check_key, check_memory, check_message, check_messages, from_sgmem
-from ._persist import open_store
+from ._persist import open_store, reference
 from ._persist import remember as remember_store
 
 __all__ = ["DEFAULT_SCOPE", "SGMemChatStore"]
@@ -59,27 +59,39 @@ class SGMemChatStore(BaseChatStore):
 
     scope: str = Field(default=DEFAULT_SCOPE, description="The sgmem scope whose threads are the chat-store keys.")
     store_path: str | None = Field(default=None, description="The sgmem store's path (None: in memory).")
+    store_url: str | None = Field(default=None, description="A PostgreSQL store's URL, without its password.")
+    store_config: dict[str, Any] | None = Field(default=None, description="The store's sgmem.Config, as saved.")
     _memory: sgmem.Memory = PrivateAttr()
 
     def __init__(self, memory: sgmem.Memory, scope: str = DEFAULT_SCOPE, **saved: Any) -> None:
         memory = check_memory(memory)
-        unknown = sorted(set(saved) - {"store_path"})
+        unknown = sorted(set(saved) - {"store_path", "store_url", "store_config"})
         if unknown:
             raise InvalidInputError("SGMemChatStore(**kwargs)", unknown, "only memory and scope")
-        path = str(memory.path) if memory.path is not None else None
-        super().__init__(scope=check_key(scope, "scope", memory), store_path=path)  # type: ignore[call-arg]  # pydantic fields; mypy runs without the pydantic plugin
+        try:  # the store's reference (sgmem.saved): how from_dict reopens it; none for an in-memory store
+            ref = reference(memory, "SGMemChatStore")
+        except sgmem.SgmemError:
+            ref = {}
+        super().__init__(  # type: ignore[call-arg]  # pydantic fields; mypy runs without the pydantic plugin
+            scope=check_key(scope, "scope", memory),
+            store_path=ref.get("store_path"),
+            store_url=ref.get("store_url"),
+            store_config=ref.get("config"),
+        )
         self._memory = memory
         remember_store(memory)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], **kwargs: Any) -> SGMemChatStore:  # type: ignore[override]
-        """Rebuild a saved chat store (``ChatMemoryBuffer.from_dict`` calls this), reopening its store by path.
+        """Rebuild a saved chat store (``ChatMemoryBuffer.from_dict`` calls this), reopening its store
+        (by path, or a PostgreSQL store by its URL: see :mod:`sgmem.saved` for the password) with its Config.
 
         Raises:
             sgmem.InvalidInputError: it was saved from an in-memory store, which cannot be rebuilt.
         """
         data = {**data, **kwargs}
-        memory = data.get("memory") or open_store(data, "SGMemChatStore")
+        ref = {"store_path": data.get("store_path"), "store_url": data.get("store_url")}
+        memory = data.get("memory") or open_store({**ref, "config": data.get("store_config")}, "SGMemChatStore")
         return cls(memory=memory, scope=data.get("scope", DEFAULT_SCOPE))
 
     @classmethod

@@ -112,7 +112,13 @@ def test_stored_chats_are_recalled_by_sgmem(memory: sgmem.Memory) -> None:
 def test_serialisation_leaves_the_store_object_out(memory: sgmem.Memory) -> None:
     store = SGMemChatStore(memory=memory, scope="alice")
     # the path (None: in memory) is what ChatMemoryBuffer.from_dict needs to reopen the store
-    assert store.to_dict() == {"scope": "alice", "store_path": None, "class_name": "SGMemChatStore"}
+    assert store.to_dict() == {
+        "scope": "alice",
+        "store_path": None,
+        "store_url": None,
+        "store_config": None,
+        "class_name": "SGMemChatStore",
+    }
 
 
 async def test_async_writes_do_not_block_the_event_loop(embedder: sgmem.Embedder) -> None:

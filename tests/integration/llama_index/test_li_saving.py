@@ -142,3 +142,33 @@ def test_a_config_saved_by_a_newer_sgmem_is_refused_loudly(embedder: sgmem.Embed
     data["config"]["a_setting_from_the_future"] = 1
     with pytest.raises(sgmem.InvalidInputError, match="a_setting_from_the_future"):
         SGMemMemory.from_dict({**data, "store_path": str(tmp_path / "m2")})
+
+
+CHAT_RESTORE = """
+import json, sys
+from llama_index_sgmem import SGMemChatStore
+store = SGMemChatStore.from_dict(json.loads(open(sys.argv[1]).read()))
+print(json.dumps({"messages": [str(m.content) for m in store.get_messages("k")],
+                  "min_relevance": store.memory.config.min_relevance}))
+"""
+
+
+@pytest.mark.postgres
+def test_a_chat_store_on_postgresql_is_saved_and_comes_back_in_a_new_process(
+    embedder: sgmem.Embedder, pg_url: str, tmp_path: Path
+) -> None:
+    from llama_index_sgmem import SGMemChatStore
+
+    with sgmem.Memory(pg_url, embedder=embedder, config=CONFIG) as store:
+        chat = SGMemChatStore(memory=store, scope="alice")
+        chat.set_messages("k", [user(FACT), assistant("Noted!")])
+        data = chat.to_dict()
+        assert SGMemChatStore.from_dict(data).memory is store
+    assert data["store_url"] == pg_url and data["store_path"] is None
+    f = tmp_path / "chat.json"
+    f.write_text(json.dumps(data))
+    out = subprocess.run(
+        [sys.executable, "-c", CHAT_RESTORE, str(f)], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"messages": [FACT, "Noted!"], "min_relevance": 0.05}
