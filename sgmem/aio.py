@@ -37,6 +37,14 @@ class AsyncMethods:
             self.replace, messages, scope=scope, thread=thread, message_ids=message_ids, at=at
         )
 
+    async def ainsert(self: Any, messages: Any, *, scope: str, thread: str, position: int) -> AddResult:
+        """Async :meth:`insert`; runs in a worker thread, never blocking the loop."""
+        return await asyncio.to_thread(self.insert, messages, scope=scope, thread=thread, position=position)
+
+    async def aset_thread(self: Any, messages: Any, *, scope: str, thread: str) -> AddResult:
+        """Async :meth:`set_thread`; runs in a worker thread, never blocking the loop."""
+        return await asyncio.to_thread(self.set_thread, messages, scope=scope, thread=thread)
+
     async def aadd_many(
         self: Any, items: Sequence[Any], *, scope: str, at: datetime | str | None = None
     ) -> list[AddResult]:

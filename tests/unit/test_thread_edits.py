@@ -66,3 +66,9 @@ def test_bad_input_changes_nothing(memory: sgmem.Memory) -> None:
         with pytest.raises(sgmem.InvalidInputError):
             call()
     assert memory.messages(scope="s") == before
+
+
+async def test_async_twins(memory: sgmem.Memory) -> None:
+    await memory.aset_thread(_say("x", "z"), scope="s", thread="t")
+    await memory.ainsert(_say("y"), scope="s", thread="t", position=1)
+    assert _texts(memory) == ["x", "y", "z"]
