@@ -16,7 +16,9 @@ The embedding model is loaded once, when the server starts (before it answers
 
 Transports: stdio (default: the client starts the process) or streamable
 HTTP (``--transport streamable-http --host 127.0.0.1 --port 8000``, path
-``/mcp``). Needs the ``mcp`` extra: ``pip install 'sgmem[mcp]'``.
+``/mcp``). The HTTP transport has no authentication of its own: whoever
+reaches the port reads the scope's memory, so keep it on localhost or behind
+a proxy that authenticates. Needs the ``mcp`` extra: ``pip install 'sgmem[mcp]'``.
 
 Example (what an MCP client runs)::
 
@@ -170,7 +172,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"the one scope this server reads and writes (default ${SCOPE_ENV}); clients cannot choose another",
     )
     parser.add_argument("--transport", choices=TRANSPORTS, default="stdio", help="stdio (default) or streamable-http")
-    parser.add_argument("--host", default="127.0.0.1", help="streamable-http: the address to listen on (127.0.0.1)")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="streamable-http: the address to listen on (127.0.0.1; there is no authentication: keep it local)",
+    )
     parser.add_argument("--port", type=int, default=8000, help="streamable-http: the port (8000); path /mcp")
     parser.add_argument("--thread", default="memories", help="the thread remember writes to by default (memories)")
     parser.add_argument(
@@ -194,6 +200,7 @@ def main(args: argparse.Namespace) -> int:
     from .config import Limits
 
     check_name(scope, "--scope", Limits())
+    check_name(args.thread, "--thread", Limits())
     _sdk()  # a missing SDK is reported before the model loads
     # the model's loading must not write to stdout, which is the stdio transport's channel
     with contextlib.redirect_stdout(sys.stderr):

@@ -84,8 +84,8 @@ def test_langmem_tools_create_search_update_delete_on_sgmem(memory: sgmem.Memory
 
 def test_one_users_langmem_search_never_returns_anothers(memory: sgmem.Memory, model: RecordingChatModel) -> None:
     agent = agent_with_langmem(model, SGMemStore(memory))
-    run(agent, model, "bob", ("manage_memory", {"content": "Bob's bank PIN is 4821."}))
-    msgs = run(agent, model, "alice", ("search_memory", {"query": "bank PIN", "limit": 10}))
+    run(agent, model, "bob", ("manage_memory", {"content": "Bob's bank password is pumpernickel."}))
+    msgs = run(agent, model, "alice", ("search_memory", {"query": "bank password", "limit": 10}))
     assert found(msgs[0]) == []
-    msgs = run(agent, model, "bob", ("search_memory", {"query": "bank PIN"}))
-    assert [h["value"]["content"] for h in found(msgs[0])] == ["Bob's bank PIN is 4821."]
+    msgs = run(agent, model, "bob", ("search_memory", {"query": "bank password"}))
+    assert [h["value"]["content"] for h in found(msgs[0])] == ["Bob's bank password is pumpernickel."]

@@ -16,7 +16,7 @@ from .conftest import RecordingChatModel
 
 pytestmark = [pytest.mark.integration, pytest.mark.both_backends]  # both: SQLite and PostgreSQL
 
-SECRET = "Bob's bank PIN is 4821."
+SECRET = "Bob's bank password is pumpernickel."
 
 
 def calls(*steps: tuple[str, dict[str, Any]]) -> list[AIMessage]:
@@ -82,15 +82,15 @@ def test_a_scope_the_model_supplies_never_reaches_another_scope(
         memory,
         model,
         [
-            ("recall", {"query": "bank PIN", "scope": "bob", "k": 50}),
-            ("context", {"query": "bank PIN", "scope": "bob", "config": {"configurable": {"scope": "bob"}}}),
+            ("recall", {"query": "bank password", "scope": "bob", "k": 50}),
+            ("context", {"query": "bank password", "scope": "bob", "config": {"configurable": {"scope": "bob"}}}),
             ("list_threads", {"scope": "bob"}),
             ("forget", {"message_ids": [bob_id], "scope": "bob"}),
             ("remember", {"text": "planted", "scope": "bob"}),
         ],
         context={"scope": "alice"},
     )
-    assert all("4821" not in str(m.content) and "4821" not in str(m.artifact) for m in msgs)
+    assert all("pumpernickel" not in str(m.content) and "pumpernickel" not in str(m.artifact) for m in msgs)
     assert "drawer" in msgs[0].content  # the call ran, on alice's scope
     assert msgs[3].status == "error" and bob_id in msgs[3].content  # not alice's id: nothing deleted
     after = stored(memory)
@@ -103,12 +103,12 @@ def test_a_scope_bound_at_construction_wins_over_the_run(memory: sgmem.Memory, m
     msgs = run(
         memory,
         model,
-        [("remember", {"text": "Carol likes tea."}), ("recall", {"query": "bank PIN"})],
+        [("remember", {"text": "Carol likes tea."}), ("recall", {"query": "bank password"})],
         scope="carol",
         config={"configurable": {"scope": "bob"}},
         context={"scope": "bob"},
     )
-    assert "4821" not in msgs[1].content
+    assert "pumpernickel" not in msgs[1].content
     assert [m.content for m in memory.messages(scope="carol")] == ["Carol likes tea."]
 
 

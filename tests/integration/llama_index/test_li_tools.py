@@ -22,7 +22,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning:inspect"),
 ]
 
-SECRET = "Bob's bank PIN is 4821."
+SECRET = "Bob's bank password is pumpernickel."
 
 
 class Script:
@@ -108,14 +108,14 @@ async def test_a_scope_the_model_supplies_never_reaches_another_scope(memory: sg
         FunctionAgent,
         spec,
         function_calls(
-            ("recall", {"query": "bank PIN", "scope": "bob"}),
-            ("recall", {"query": "bank PIN", "k": 50}),
-            ("context", {"query": "bank PIN", "scope": "bob"}),
+            ("recall", {"query": "bank password", "scope": "bob"}),
+            ("recall", {"query": "bank password", "k": 50}),
+            ("context", {"query": "bank password", "scope": "bob"}),
             ("forget", {"message_ids": [bob_id]}),
             ("remember", {"text": "planted", "scope": "bob"}),
         ),
     )
-    assert all("4821" not in o.content for o in out)
+    assert all("pumpernickel" not in o.content for o in out)
     assert out[0].is_error and "scope" in out[0].content  # an argument the tool does not have
     assert not out[1].is_error and "drawer" in out[1].content
     assert out[3].is_error and bob_id in out[3].content  # not alice's id: nothing deleted

@@ -64,13 +64,16 @@ def _sgmem(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_server_without_a_scope_refuses_to_start_and_creates_nothing(tmp_path: Path) -> None:
+def test_a_server_without_a_scope_or_with_a_bad_option_refuses_to_start_and_creates_nothing(tmp_path: Path) -> None:
     res = _sgmem("mcp", "--path", str(tmp_path / "store"), env={})
     assert res.returncode == 2
     assert "--scope" in res.stderr and "SGMEM_SCOPE" in res.stderr
     assert not (tmp_path / "store").exists()
     res = _sgmem("mcp", "--path", str(tmp_path / "store"), "--scope", " ", env={})
     assert res.returncode == 2 and "--scope" in res.stderr
+    assert not (tmp_path / "store").exists()
+    res = _sgmem("mcp", "--path", str(tmp_path / "store"), "--scope", "alice", "--thread", "", env={})
+    assert res.returncode == 2 and "--thread" in res.stderr
     assert not (tmp_path / "store").exists()
 
 
