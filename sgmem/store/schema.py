@@ -296,6 +296,15 @@ CREATE TABLE entity_community_sources (
 CREATE INDEX entity_community_sources_message ON entity_community_sources (message_id);
 """
 
+# Issue 29: derived_session indexed (scope_id, kind, thread, session), and a thread's default session
+# is "<thread>@<day>": with a thread near max_name_chars of 4-byte characters an index row passed 4 KB,
+# which PostgreSQL's btree refuses (rows of at most ~2,700 bytes) while SQLite stores it. Keyed by the
+# session alone (a session names its thread's day, or is given): as selective, and within the limit.
+_DERIVED_SESSION_INDEX = """
+DROP INDEX derived_session;
+CREATE INDEX derived_session ON derived (scope_id, kind, session);
+"""
+
 #: (name, SQL) pairs, applied in order.
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial", _INITIAL),
@@ -304,6 +313,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0004_entities", _ENTITIES),
     ("0005_gate_ivf", _GATE_IVF),
     ("0006_entity_communities", _ENTITY_COMMUNITIES),
+    ("0007_derived_session_index", _DERIVED_SESSION_INDEX),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

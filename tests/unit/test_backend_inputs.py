@@ -73,3 +73,36 @@ def test_a_very_long_token_is_stored_on_both_backends(store_path: Any) -> None:
         assert [m.content for m in mem.messages(scope="s")] == texts
         for mode in ("hybrid", "entity"):
             assert mem.search("Smith tomorrow", scope="s", mode=mode) is not None
+
+
+def test_names_at_their_limit_in_four_byte_characters_are_stored_on_both_backends(store_path: Any) -> None:
+    """Scope, thread, session, id and speaker of ``max_name_chars`` emoji (2 KB each): every index row still fits
+    PostgreSQL's btree, so both backends store the add (its generated memory included) and replay it."""
+    import random
+
+    rng = random.Random(2)
+    limit = sgmem.Limits().max_name_chars
+
+    def name() -> str:  # random, so that PostgreSQL cannot compress an index row under its limit
+        return "".join(chr(rng.randrange(0x1F300, 0x1F5FF)) for _ in range(limit))
+
+    scope, thread, session, mid, speaker = name(), name(), name(), name(), name()
+    config = sgmem.Config(min_relevance=0, entities=sgmem.EntityConfig(enabled=True))
+    with sgmem.Memory(store_path, embedder=HashEmbedder(), config=config) as mem:
+        for s in (session, None):  # an explicit session, and the thread's day (its name holds the thread's)
+            mem.add(
+                [
+                    {"role": "user", "content": "I adopted a cat named Miso.", "session": s, "name": speaker},
+                    {
+                        "role": "assistant",
+                        "content": "Miso is a lovely name.",
+                        "session": s,
+                        "id": str(s)[:1] + mid[1:],
+                    },
+                ],
+                scope=scope,
+                thread=thread,
+            )
+        got = mem.messages(scope=scope)
+        assert [(m.thread, m.name) for m in got[::2]] == [(thread, speaker)] * 2 and got[1].id == session[:1] + mid[1:]
+        assert mem.stats(scope=scope).scopes[0].facts >= 1
