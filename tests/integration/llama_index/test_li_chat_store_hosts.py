@@ -122,3 +122,34 @@ def test_two_hosts_setting_a_thread_and_a_reader_only_ever_see_lists_a_host_set(
     assert not errors
     assert set(seen) <= allowed, sorted(set(seen) - allowed)
     assert seen[-1] in allowed and seen[-1] != ()
+
+
+def test_inserts_racing_deletes_on_two_hosts_never_bring_a_deleted_message_back(target: Any) -> None:
+    rounds = 8
+    with sgmem.Memory(target, embedder=FastEmbedder()) as ma, sgmem.Memory(target, embedder=FastEmbedder()) as mb:
+        a, b = SGMemChatStore(memory=ma, scope="s"), SGMemChatStore(memory=mb, scope="s")
+        for r in range(rounds):
+            key = f"k{r}"
+            a.set_messages(key, [user(f"{key} m{i}") for i in range(3)])
+            start = threading.Barrier(2)
+            deleted: list[ChatMessage | None] = []
+            errors: list[BaseException] = []
+
+            def insert(key: str, start: threading.Barrier, errors: list[BaseException]) -> None:
+                try:
+                    start.wait()
+                    a.add_message(key, user(f"{key} inserted"), idx=1)
+                except BaseException as exc:  # noqa: BLE001 - reported by the test
+                    errors.append(exc)
+
+            t = threading.Thread(target=insert, args=(key, start, errors))
+            t.start()
+            start.wait()
+            deleted.append(b.delete_message(key, -1))
+            t.join(timeout=300)
+            assert not errors and not t.is_alive()
+            final = _texts(b, key)
+            gone = deleted[0]
+            assert gone is not None and str(gone.content) not in final, (final, gone)
+            # either order of the two calls: the delete took the last message before or after the insert
+            assert final in ([f"{key} m0", f"{key} inserted", f"{key} m1"],), final
