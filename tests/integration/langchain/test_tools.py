@@ -153,3 +153,16 @@ def test_tool_selection_and_bad_construction(memory: sgmem.Memory) -> None:
         create_memory_tools(memory, scope="")
     with pytest.raises(sgmem.InvalidInputError, match="memory"):
         create_memory_tools("./memory")  # type: ignore[arg-type]
+
+
+async def test_the_async_agent_loop_takes_the_scope_from_the_run_too(
+    memory: sgmem.Memory, model: RecordingChatModel
+) -> None:
+    memory.add({"role": "user", "content": SECRET}, scope="bob", thread="t")
+    model.script = calls(("remember", {"text": "Alice likes oolong tea."}), ("recall", {"query": "bank password"}))
+    agent = create_agent(model, tools=create_memory_tools(memory))
+    out = await agent.ainvoke({"messages": [{"role": "user", "content": "Go."}]}, context={"scope": "alice"})
+    msgs = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert [m.status for m in msgs] == ["success", "success"]
+    assert "pumpernickel" not in msgs[1].content and "oolong" in msgs[1].content
+    assert [m.content for m in memory.messages(scope="alice")] == ["Alice likes oolong tea."]
