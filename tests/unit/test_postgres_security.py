@@ -187,13 +187,21 @@ def test_threads_of_one_memory_each_read_their_own_scope(pg_url: str, fake: Hash
 
         failures: list[object] = []
 
-        def probe(scope: str, want: list[str], word: str) -> None:
-            for _ in range(20):
+        def probe(scope: str, want: list[str], word: str) -> None:  # reads of its scope, and writes to another
+            own = f"{scope}-{threading.get_ident()}"
+            added: list[str] = []
+            for i in range(12):
+                added.append(f"{own} wrote note {i}")
+                app.add([{"role": "user", "content": added[-1]}], scope=own, thread="t")
                 texts = [m.content for m in app.messages(scope=scope)]
                 found = {h.text for h in app.search(word, scope=scope, k=5)}
                 stats = app.stats(scope=scope).scopes
+                mine = [m.content for m in app.messages(scope=own)]
                 if texts != want or not found <= set(want) or not found or [s.messages for s in stats] != [2]:
                     failures.append((scope, texts, found, stats))
+                    return
+                if mine != added:
+                    failures.append((own, mine))
                     return
 
         runs = [
