@@ -89,11 +89,12 @@ class GraphConfig:
             linked to its ``knn_k`` most similar *earlier* sentences and lists
             never change afterwards; it is not the paper's kNN graph (on LoCoMo
             dev vectors, k=3, about two thirds of the true kNN edges). It stays
-            the default because the hybrid measured no better with ``"knn"``
-            (LoCoMo dev evidence recall@10, cat 1–4: hybrid 79.9 earlier vs
-            79.8 knn; ``mode="graph"`` 54.0 vs 55.0; ``sgmem eval locomo …
-            --knn-rule``) while ``"knn"`` costs more per add
-            (``python -m benchmarks.knn_recall``).
+            the default because the hybrid measured the same under both rules
+            (LoCoMo dev evidence recall@10, cat 1–4, its graph weight chosen
+            leave-one-conversation-out: 79.1 earlier vs 79.2 knn; shipped
+            weights in-sample 79.9 vs 79.8) while ``"knn"`` costs more per add;
+            ``mode="graph"`` alone gains (54.0 → 55.0). Measured by ``python -m
+            benchmarks.knn_recall`` (also the edge recall and per-add cost).
         knn_min_cosine: [D] minimum cosine for a similarity edge. The paper uses
             none (0.0 keeps every top-k neighbour).
         hops: h, the BFS depth over similarity edges (§1.3 step 4); 0 disables.
