@@ -113,6 +113,20 @@ class EntityConfig:
         community_match: [D] a stored summary stays the summary of a re-formed
             community when their entity sets' Jaccard is at least this.
         community_context: community summaries kept per query (Table 7: 2).
+        profile_context: entity profiles kept per query in ``mode="entity"``
+            (seed eq. 15 scores profiles as documents too; Table 7: profile
+            context nodes retained, 5). A profile is the LLM's (deferred,
+            §3.2.3) or, without one, extractive: the sentences of the entity's
+            3 latest mention turns that name it (ALGORITHMS §4.3). It is scored
+            by eq. 15 (``w_sem`` · cosine to the query, ``w_lex`` · query terms
+            it holds, ``w_graph`` · 1 for an anchor). 0 turns profiles off.
+        profile_episodes: supporting turns of a kept profile that gain
+            ``profile_share`` (Table 7: supporting episodes added from each
+            selected profile node, 12), the latest ones.
+        profile_share: a kept profile's supporting turn adds this times the
+            profile's eq. 15 score to ``s_graph`` (Table 7: profile-context
+            prior weight, 0.20; [D] scaled by the score, since there is no
+            cross-encoder rerank here to drop a kept but unrelated profile).
         community_share: [D] what a supporting turn of a kept community adds
             to ``s_graph`` in ``mode="entity"``.
         anchor_gate: [D] in the channel, a type-matched turn that is not linked
@@ -145,6 +159,9 @@ class EntityConfig:
     community_match: float = 0.5
     community_context: int = 2
     community_share: float = 0.25
+    profile_context: int = 5
+    profile_episodes: int = 12
+    profile_share: float = 0.2
     anchor_gate: float = 0.3
     neighbour_share: float = 0.5
     w_sem: float = 1.0
@@ -165,6 +182,7 @@ class EntityConfig:
             "neighbour_share",
             "community_match",
             "community_share",
+            "profile_share",
         ):
             v = getattr(self, name)
             _check(_is_number(v) and -1.0 <= v <= 1.0, name, v, "a number in [-1, 1]")
@@ -178,9 +196,16 @@ class EntityConfig:
             "community_episodes",
             "community_context",
             "candidates",
+            "profile_episodes",
         ):
             v = getattr(self, name)
             _check(_is_int(v) and v >= 1, name, v, "an int >= 1")
+        _check(
+            _is_int(self.profile_context) and self.profile_context >= 0,
+            "profile_context",
+            self.profile_context,
+            "an int >= 0",
+        )
         for name in ("w_sem", "w_lex", "w_graph"):
             v = getattr(self, name)
             _check(_is_number(v) and v >= 0, name, v, "a number >= 0")

@@ -111,6 +111,11 @@ _NOT_NAMES = set(STOPWORDS) | {
     "nope",
     "hmm",
     "ah",
+    "mr",
+    "mrs",
+    "ms",
+    "dr",
+    "prof",
 }
 
 
@@ -134,6 +139,7 @@ class Mention:
     type: str = "other"
     type_score: float = 0.0
     scores: dict[str, float] = field(default_factory=dict)
+    cue: str | None = None  # a type the words around the name state ("my dog Biscuit"), see _cue_type
 
     @property
     def norm(self) -> str:
@@ -141,10 +147,11 @@ class Mention:
 
 
 def _sentence_starts(text: str) -> set[int]:
-    """Offsets where a sentence begins (after . ! ? or a line break, or at 0)."""
+    """Offsets where a sentence begins (after . ! ? or a line break, or at 0; not after "Dr." or "Mrs.")."""
     starts = {len(text) - len(text.lstrip())}
     for m in re.finditer(r"[.!?…]+[\"”')\]]*\s+|\n+\s*", text):
-        starts.add(m.end())
+        if not re.search(r"\b(?:mr|mrs|ms|dr|prof|st)\.$", text[max(0, m.start() - 5) : m.start() + 1].lower()):
+            starts.add(m.end())
     return starts
 
 
@@ -202,7 +209,11 @@ def find_spans(text: str, known: set[str] | frozenset[str] = frozenset()) -> lis
         first_of_sentence = run[0].start() in starts
         if first_of_sentence:
             # a sentence's first word is capitalised anyway: keep it only inside a longer name
-            lone = len(run) == 1 and norm_name(run[0].group(0)) not in known
+            lone = (
+                len(run) == 1
+                and norm_name(run[0].group(0)) not in known
+                and _cue_type(text, run[0].start(), run[0].end()) is None  # "Shelly the turtle is…"
+            )
             rest = norm_name(text[run[1].start() : run[-1].end()]) if len(run) > 1 else ""
             # "Bye Jon": an opener before a known name is not part of it
             if (
@@ -219,7 +230,38 @@ def find_spans(text: str, known: set[str] | frozenset[str] = frozenset()) -> lis
     for m in _NUMBER.finditer(text):
         push(m.start(), m.end(), "number")
     out.sort(key=lambda x: x.start)
+    for x in out:
+        if x.kind == "name":
+            x.cue = _cue_type(text, x.start, x.end)
     return out
+
+
+#: [D] words that state a name's type when they stand right before it ("my dog Biscuit", "Dr. Patel",
+#: "a puppy and named him Rocket") or right after it ("Shelly the turtle", "Luna, my cat")
+_PET_WORDS = frozenset(
+    "dog dogs puppy pup cat cats kitten kitty turtle tortoise hamster parrot bird bunny rabbit horse pony "
+    "pet pets goldfish fish guinea pig lizard snake ferret".split()
+)
+_PERSON_WORDS = frozenset(
+    "brother sister mom mother dad father son daughter wife husband friend cousin aunt uncle grandma grandpa "
+    "grandmother grandfather niece nephew boss coworker colleague teacher coach neighbor neighbour partner "
+    "boyfriend girlfriend fiance fiancee roommate mr mrs ms dr prof".split()
+)
+_CUE_WORD = re.compile(r"[a-z]+")
+
+
+def _cue_type(text: str, start: int, end: int) -> str | None:
+    """The type the nearby words state for the name at ``text[start:end]``, or None."""
+    head = text[max(0, start - 40) : start].lower()
+    before = _CUE_WORD.findall(head)[-5:]
+    after = _CUE_WORD.findall(text[end : end + 20].lower())[:3]
+    if before and before[-1] in _PERSON_WORDS and re.search(r"[a-z]\.?\s+$", head):  # "my brother Jonah", "Dr. Patel"
+        return "person"
+    if any(w in _PET_WORDS for w in before) or (
+        after[:1] in (["the"], ["my"], ["our"]) and after[1:2] and after[1] in _PET_WORDS
+    ):
+        return "animal"
+    return None
 
 
 class TypeModel:
@@ -242,6 +284,14 @@ class TypeModel:
             self._mat = self.embed([ENTITY_TYPES[t] for t in self.names])
         return self._mat
 
+    @staticmethod
+    def _by_cue(m: Mention) -> bool:
+        """Type a name its surrounding words type (:func:`_cue_type`): a rule, confidence 1."""
+        if m.cue is None:
+            return False
+        m.type, m.type_score = m.cue, 1.0
+        return True
+
     def assign(self, mentions: Sequence[Mention], sentence_vecs: np.ndarray) -> None:
         """Type ``mentions`` in place: rules for dates and numbers, cosines for names."""
         named = [m for m in mentions if m.kind in ("name", "title")]
@@ -250,6 +300,7 @@ class TypeModel:
                 m.type, m.type_score = m.kind, 1.0
             elif m.kind == "speaker":
                 m.type, m.type_score = "person", 1.0
+        named = [m for m in named if not self._by_cue(m)]
         if not named:
             return
         mat = self.matrix()

@@ -17,6 +17,12 @@ game; :func:`sgmem.entities.extract.query_categories`). A turn's graph score
   ``community_share``, the summary in its ``why`` (seed eq. 15 scores
   community descriptions too; Table 7 keeps two).
 
+- (``entity`` mode) entity profiles are documents too (eq. 15; Table 7): each
+  entity's profile (the LLM's deferred one, or extractive: its latest mention
+  sentences) is scored by eq. 15 against the query, and the latest
+  ``profile_episodes`` turns of the ``profile_context`` best gain
+  ``profile_share`` times the profile's score, the profile in their ``why``.
+
 The hybrid channel is the type term alone (a query naming no category leaves
 the hybrid unchanged). ``mode="entity"`` ranks the anchored, typed and
 community turns plus the ``candidates`` densest ones by
@@ -29,16 +35,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from ..text.lexical import STOPWORDS, tokenize
+from ..text.lexical import STOPWORDS, analyze, tokenize
 from .communities import rank_summaries
 from .config import EntityConfig
 from .extract import TypeModel, find_spans, norm_name, query_categories
 from .index import EntityIndex
 
-__all__ = ["EntityQuery", "EntityTools", "read_query", "type_channel"]
+__all__ = ["EntityQuery", "EntityTools", "entity_profile", "profile_scores", "read_query", "type_channel"]
 
 
 @dataclass
@@ -123,9 +130,13 @@ def type_channel(
 
 
 def graph_scores(
-    tools: EntityTools, idx: Any, eq: EntityQuery
+    tools: EntityTools, idx: Any, eq: EntityQuery, q: np.ndarray | None = None
 ) -> tuple[np.ndarray, dict[int, dict[str, Any]], np.ndarray]:
-    """``s_graph`` of eq. 15 for ``mode="entity"``, the ``why`` per turn, and the candidate mask."""
+    """``s_graph`` of eq. 15 for ``mode="entity"``, the ``why`` per turn, and the candidate mask.
+
+    ``q``: the query's vector; with it, entity profiles are scored as documents
+    (eq. 15) and the turns of the ``profile_context`` best gain ``profile_share`` × its score.
+    """
     s_type, why, linked = type_channel(tools, idx, eq)
     ei = tools.index
     near: set[int] = set()
@@ -161,6 +172,95 @@ def graph_scores(
                 why.setdefault(r, {}).setdefault(
                     "community", {"name": comm.name, "summary": comm.summary, "score": round(score, 4)}
                 )
+    if q is not None and tools.cfg.profile_context > 0:
+        for eid, score, text, kind in profile_scores(tools, idx, eq, q, near):
+            for mid in ei.episodes.get(eid, [])[-tools.cfg.profile_episodes :]:
+                r = idx.msg_row(mid)
+                if r is None:
+                    continue
+                s[r] += tools.cfg.profile_share * max(score, 0.0)
+                cand[r] = True
+                why.setdefault(r, {}).setdefault(
+                    "profile",
+                    {"entity": ei.entities[eid].name, "kind": kind, "text": text[:300], "score": round(score, 4)},
+                )
     for row in np.flatnonzero(linked):
         why.setdefault(int(row), {}).setdefault("anchors", [])
     return s, why, cand
+
+
+#: extractive profiles built for a cached entity index: entity id -> (its latest episodes, text, unit vector)
+_EXTRACTIVE: WeakKeyDictionary[EntityIndex, dict[int, tuple[tuple[int, ...], str, np.ndarray | None]]] = (
+    WeakKeyDictionary()
+)
+
+#: mention sentences an extractive profile holds (ALGORITHMS §4.3: the 3 most recent)
+EXTRACTIVE_TURNS = 3
+
+
+def entity_profile(tools: EntityTools, idx: Any, eid: int) -> tuple[str, np.ndarray | None, str]:
+    """An entity's profile as eq. 15 scores it: (text, unit vector, ``"llm"`` or ``"extractive"``).
+
+    The LLM's deferred profile when there is one (embedded with the word cache);
+    else extractive: the sentences of its latest mention turns that name it
+    (every sentence of such a turn when none does), their stored vectors averaged.
+    """
+    ei = tools.index
+    row = ei.entities[eid]
+    if row.profile:
+        text = row.profile
+        return text, tools.embed([text[:2000]])[0], "llm"
+    eps = tuple(ei.episodes.get(eid, [])[-EXTRACTIVE_TURNS:])
+    cache = _EXTRACTIVE.setdefault(ei, {})
+    hit = cache.get(eid)
+    if hit is not None and hit[0] == eps:
+        return hit[1], hit[2], "extractive"
+    rows: list[int] = []
+    parts: list[str] = []
+    name = row.norm
+    for mid in eps:
+        r = idx.msg_row(mid)
+        if r is None:
+            continue
+        srows = idx.turn_sentences(r)
+        texts = idx.sentence_texts(srows)
+        own = [(sr, t) for sr, t in zip(srows, texts, strict=True) if name and name in norm_name(t)]
+        for sr, t in own or list(zip(srows, texts, strict=True)):
+            rows.append(int(sr))
+            parts.append(t)
+    vec: np.ndarray | None = None
+    if rows:
+        v = idx.sentence_vectors()[rows].astype(np.float64).sum(axis=0)
+        nv = float(np.linalg.norm(v))
+        vec = (v / nv).astype(np.float32) if nv > 0 else None
+    text = " … ".join(parts)
+    cache[eid] = (eps, text, vec)
+    return text, vec, "extractive"
+
+
+def profile_scores(
+    tools: EntityTools, idx: Any, eq: EntityQuery, q: np.ndarray, near: set[int]
+) -> list[tuple[int, float, str, str]]:
+    """The ``profile_context`` best entity profiles by eq. 15: ``(entity, score, text, kind)``, best first.
+
+    ``s_sem`` is the profile's cosine to the query, ``s_lex`` the share of the
+    query's terms it holds, ``s_graph`` 1 for an anchor and ``neighbour_share``
+    for an entity next to one (co-occurrence or community).
+    """
+    cfg = tools.cfg
+    ei = tools.index
+    qterms = set(analyze(eq.text))
+    scored: list[tuple[int, float, str, str]] = []
+    qv = np.asarray(q, dtype=np.float32).ravel()
+    for eid, row in list(ei.entities.items()):
+        if row.type in ("date", "number") or not ei.episodes.get(eid):
+            continue
+        text, vec, kind = entity_profile(tools, idx, eid)
+        if vec is None:
+            continue
+        s_sem = float(vec @ qv)
+        s_lex = len(qterms & set(analyze(text))) / len(qterms) if qterms else 0.0
+        s_graph = 1.0 if eid in eq.anchors else cfg.neighbour_share if eid in near else 0.0
+        scored.append((eid, cfg.w_sem * s_sem + cfg.w_lex * s_lex + cfg.w_graph * s_graph, text, kind))
+    scored.sort(key=lambda t: -t[1])
+    return scored[: cfg.profile_context]

@@ -302,7 +302,7 @@ class Retriever:
         eq = None
         if entities is not None:
             eq = entity_retrieval.read_query(entities, query)
-            s_graph, why_of, cand = entity_retrieval.graph_scores(entities, idx, eq)
+            s_graph, why_of, cand = entity_retrieval.graph_scores(entities, idx, eq, q)
         cand[_top(s_sem, ec.candidates)] = True
         total = np.where(cand, ec.w_sem * s_sem + ec.w_lex * s_lex + ec.w_graph * s_graph, -np.inf)
         if allowed is not None:
