@@ -57,7 +57,11 @@ def reader(path: str, stop_file: str, max_seconds: float) -> dict[str, Any]:
     deadline = time.monotonic() + max_seconds
     try:
         with sgmem.Memory(path, embedder=FastEmbedder()) as mem:
-            while not Path(stop_file).exists() and time.monotonic() < deadline:
+            # at least one round, however late this process started (a busy machine may start it after
+            # the writers are done): the callers assert reads > 0
+            first = True
+            while first or (not Path(stop_file).exists() and time.monotonic() < deadline):
+                first = False
                 groups: dict[str, int] = defaultdict(int)
                 ids = [m.id for m in mem.messages(scope=SCOPE)]
                 if len(ids) != len(set(ids)):

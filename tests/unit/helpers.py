@@ -7,7 +7,9 @@ the fakes here exist only where a test needs an embedder with another identity
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import threading
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -107,3 +109,34 @@ def topic_sessions(n: int, per: int = 12, seed: int = 0) -> list[list[dict[str, 
             )
         out.append(msgs)
     return out
+
+
+class LoopGate:
+    """An embedder whose every call waits until the event loop has run ``ticks`` more times.
+
+    Shows that an async twin does not block the loop by causality, not by a
+    clock: the embedding (on a worker thread) cannot finish until the loop's
+    :meth:`ticker` has ticked meanwhile. A call made on the loop's own thread
+    waits ``timeout_s`` for ticks that never come and is recorded as blocked.
+    """
+
+    def __init__(self, inner: Any, ticks: int = 5, timeout_s: float = 60.0) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.ticks, self.timeout_s = ticks, timeout_s
+        self._cv = threading.Condition()
+        self._count = 0
+        self.waits: list[bool] = []  # one per embed call: True if the loop ticked meanwhile
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        with self._cv:
+            goal = self._count + self.ticks
+            self.waits.append(self._cv.wait_for(lambda: self._count >= goal, self.timeout_s))
+        return self.inner.embed(texts)
+
+    async def ticker(self) -> None:
+        """Run on the event loop (``asyncio.create_task``) while the async call under test runs."""
+        while True:
+            await asyncio.sleep(0.001)
+            with self._cv:
+                self._count += 1
+                self._cv.notify_all()

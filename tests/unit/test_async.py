@@ -8,7 +8,7 @@ import pytest
 
 import sgmem
 
-from .helpers import CAT_THREAD, DAY1, RUN_THREAD, HashEmbedder, add_sample
+from .helpers import CAT_THREAD, DAY1, RUN_THREAD, HashEmbedder, LoopGate, add_sample
 
 
 async def test_async_twins_return_what_the_sync_calls_return(embedder: sgmem.Embedder) -> None:
@@ -49,22 +49,14 @@ async def test_async_errors_are_the_sync_errors(memory: sgmem.Memory) -> None:
 
 
 async def test_the_event_loop_is_not_blocked_while_adding() -> None:
-    slow = HashEmbedder(delay_s=0.4)
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.01)
-            ticks += 1
-
-    with sgmem.Memory(embedder=slow) as mem:
-        task = asyncio.create_task(ticker())
+    gate = LoopGate(HashEmbedder())  # each embedding waits until the loop has ticked meanwhile (no clock)
+    with sgmem.Memory(embedder=gate) as mem:
+        task = asyncio.create_task(gate.ticker())
         try:
             await mem.aadd({"role": "user", "content": "slow to embed"}, scope="s", thread="t")
         finally:
             task.cancel()
-        assert ticks >= 10, f"the loop only ran {ticks} times during a 0.4 s embed"
+        assert gate.waits and all(gate.waits), "the loop did not run while the add embedded"
 
 
 async def test_concurrent_async_calls_are_consistent(memory: sgmem.Memory) -> None:

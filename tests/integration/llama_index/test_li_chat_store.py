@@ -10,8 +10,9 @@ from llama_index.core.base.llms.types import ChatMessage, TextBlock
 
 import sgmem
 from llama_index_sgmem import SGMemChatStore
+from tests.unit.helpers import LoopGate
 
-from .helpers import FACT, SlowEmbedder, assistant, user
+from .helpers import FACT, assistant, user
 
 pytestmark = pytest.mark.integration
 
@@ -122,18 +123,11 @@ def test_serialisation_leaves_the_store_object_out(memory: sgmem.Memory) -> None
 
 
 async def test_async_writes_do_not_block_the_event_loop(embedder: sgmem.Embedder) -> None:
-    with sgmem.Memory(embedder=SlowEmbedder(embedder, delay_s=0.3)) as mem:
+    gate = LoopGate(embedder)  # each embedding waits until the loop has ticked meanwhile (no clock)
+    with sgmem.Memory(embedder=gate) as mem:
         store = SGMemChatStore(memory=mem, scope="alice")
-        ticks = 0
-
-        async def ticker() -> None:
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.01)
-                ticks += 1
-
-        task = asyncio.create_task(ticker())
+        task = asyncio.create_task(gate.ticker())
         await store.async_add_message("k", user(FACT))
         task.cancel()
-        assert ticks >= 10  # the loop kept running during the 0.3 s embedding
+        assert gate.waits and all(gate.waits)  # the loop kept running during the embedding
         assert [m.content for m in await store.aget_messages("k")] == [FACT]

@@ -13,8 +13,9 @@ from llama_index.core.memory import ChatMemoryBuffer
 import sgmem
 from llama_index_sgmem import SGMemMemory
 from sgmem.text import count_tokens
+from tests.unit.helpers import LoopGate
 
-from .helpers import FACT, QUESTION, SECRET, SlowEmbedder, assistant, user
+from .helpers import FACT, QUESTION, SECRET, assistant, user
 
 pytestmark = [pytest.mark.integration, pytest.mark.both_backends]  # both: SQLite and PostgreSQL
 
@@ -208,19 +209,12 @@ async def test_async_twins(memory: sgmem.Memory) -> None:
 
 
 async def test_async_twins_never_block_the_event_loop(embedder: sgmem.Embedder) -> None:
-    with sgmem.Memory(embedder=SlowEmbedder(embedder, delay_s=0.25)) as slow:
+    gate = LoopGate(embedder)  # each embedding waits until the loop has ticked meanwhile (no clock)
+    with sgmem.Memory(embedder=gate) as slow:
         mem = _memory(slow)
-        ticks = 0
-
-        async def ticker() -> None:
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.01)
-                ticks += 1
-
-        task = asyncio.create_task(ticker())
-        await mem.aput(user(FACT))  # embeds: 0.25 s
-        after_put = ticks
-        await mem.aget(input=QUESTION)  # embeds the query: 0.25 s
+        task = asyncio.create_task(gate.ticker())
+        await mem.aput(user(FACT))  # embeds
+        after_put = len(gate.waits)
+        await mem.aget(input=QUESTION)  # embeds the query
         task.cancel()
-        assert after_put >= 8 and ticks - after_put >= 8
+        assert after_put >= 1 and len(gate.waits) > after_put and all(gate.waits)
