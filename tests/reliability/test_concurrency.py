@@ -66,7 +66,9 @@ def test_threads_sharing_one_memory_lose_and_duplicate_nothing(tmp_path: Path) -
 
         def read() -> None:
             rng = random.Random(1)
-            while not stop.is_set():
+            first = True  # at least one round, however the threads are scheduled (reads[0] > 0 below)
+            while first or not stop.is_set():
+                first = False
                 ids = [m.id for m in mem.messages(scope=SCOPE)]
                 groups: dict[str, int] = {}
                 for mid in ids:
