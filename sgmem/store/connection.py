@@ -59,6 +59,12 @@ def translate(exc: sqlite3.Error, where: str, busy_timeout_s: float) -> BaseExce
         w in text for w in ("disk is full", "disk i/o", "readonly", "unable to open")
     ):
         return StoreError(f"the store {where!r} could not be read or written ({exc}); check the disk and permissions.")
+    if isinstance(exc, sqlite3.OperationalError) and text.startswith("no such table"):
+        # sgmem's migrations create every table it names: one missing was dropped by hand (or lost)
+        return CorruptStoreError(
+            f"store {where!r} lacks part of sgmem's schema ({exc}): it was changed by hand or damaged. It was "
+            "left untouched: restore it from a backup, or move it away to start a new store."
+        )
     return exc
 
 

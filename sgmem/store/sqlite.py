@@ -250,7 +250,7 @@ class SQLiteStore:
         """Read-only opening: the store must already be at this sgmem's schema (nothing can be migrated)."""
         try:
             done = {r[0] for r in self.conn.execute("SELECT name FROM migrations")}
-        except sqlite3.OperationalError:
+        except (sqlite3.OperationalError, CorruptStoreError):  # no migrations table yet (see connection.translate)
             done = set()
         known = {name for name, _ in MIGRATIONS}
         if done - known:

@@ -106,3 +106,25 @@ def test_names_at_their_limit_in_four_byte_characters_are_stored_on_both_backend
         got = mem.messages(scope=scope)
         assert [(m.thread, m.name) for m in got[::2]] == [(thread, speaker)] * 2 and got[1].id == session[:1] + mid[1:]
         assert mem.stats(scope=scope).scopes[0].facts >= 1
+
+
+def test_a_table_dropped_by_hand_is_a_store_error_and_the_call_stores_nothing(store_path: Any, backend: str) -> None:
+    """No driver error reaches a caller on either backend: a schema changed by hand is a StoreError."""
+    with sgmem.Memory(store_path, embedder=HashEmbedder()) as mem:
+        mem.add([{"role": "user", "content": "before"}], scope="s", thread="t")
+        if backend == "postgres":
+            import psycopg
+
+            with psycopg.connect(store_path, autocommit=True) as other:
+                other.execute("DROP TABLE turn_edges")
+        else:
+            import sqlite3
+
+            other = sqlite3.connect(str(store_path / "sgmem.db"))
+            other.execute("DROP TABLE turn_edges")
+            other.commit()
+            other.close()
+        with pytest.raises(sgmem.StoreError, match="turn_edges") as err:
+            mem.add([{"role": "user", "content": "after"}], scope="s", thread="t")
+        assert type(err.value).__module__.startswith("sgmem")
+        assert [m.content for m in mem.messages(scope="s")] == ["before"]
