@@ -1,13 +1,14 @@
 """A byte-bounded, least-recently-used cache for per-scope state kept in memory.
 
 A :class:`sgmem.Memory` caches, per scope it touches, the retrieval index
-(:class:`sgmem.retrieval.index.ScopeIndex`) and the derived-memory state
-(:class:`sgmem.derived.index.ScopeCache`). Both are caches of SQLite, checked
-against the scope's generation (or derived-memory version) on every use, so
-dropping one is always safe: the next use rebuilds it from SQLite (and the
-FAISS cache files, when valid). One :class:`ByteLRU` holds both kinds under
-one budget, ``Config.cache_bytes``; entries estimate their own size with
-``nbytes()``.
+(:class:`sgmem.retrieval.index.ScopeIndex`), the derived-memory state
+(:class:`sgmem.derived.index.ScopeCache`) and, with the entity layer on, the
+entity graph (:class:`sgmem.entities.index.EntityIndex`). All are caches of
+the store, checked against the scope's generation (or derived-memory version)
+on every use, so dropping one is always safe: the next use rebuilds it from
+the store (and the FAISS cache files, when valid). One :class:`ByteLRU` holds
+every kind under one budget, ``Config.cache_bytes``; entries estimate their
+own size with ``nbytes()``.
 """
 
 from __future__ import annotations
