@@ -520,7 +520,7 @@ class Config:
             the tables' owner (creates the keys and switches the policies).
             Left out of ``repr``; it is a credential: keep it out of logs.
         cache_bytes: [D] memory for per-scope caches (each touched scope's
-            retrieval index and derived-memory state, estimated in bytes);
+            retrieval index, derived-memory state and entity graph, estimated in bytes);
             past it the least recently used scopes are dropped and rebuilt
             from the store when touched again. A quarter of it (at least 1,000
             words) bounds the cache of keyword embeddings. Default 256 MiB.
