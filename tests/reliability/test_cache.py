@@ -220,5 +220,7 @@ def test_entity_indexes_count_their_bytes_in_the_cache(tmp_path: Path) -> None:
         assert len(counted) == 5 and all(size > 0 for size in counted.values())
         assert mem._caches.nbytes == sum(size for k, (_, size) in mem._caches._items.items())
         sid = mem._store.scope_id("u0")
-        mem.add([{"role": "user", "content": "Marta0 and Pedro0 Alves flew to Porto together."}], scope="u0", thread="t")
+        mem.add(
+            [{"role": "user", "content": "Marta0 and Pedro0 Alves flew to Porto together."}], scope="u0", thread="t"
+        )
         assert _counted(mem, "entities")[sid] > counted[sid]  # extended in place after the add, and re-counted
