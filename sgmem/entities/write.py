@@ -13,9 +13,12 @@ compatibility ``σ(m, v)`` to each fuzzy candidate ``v`` (eq. 5: [D]
 Jaccard ≥ ``resolve_jaccard`` with the same type joins, else a new entity.
 With an LLM, a mention with ``ρ ≥ γ`` is LLM-bound and the others become new
 entities directly; LLM-bound mentions are grouped into **conflict lanes** by
-their key sets (eq. 7: exact name, 3-gram buckets, candidate ids; union-find,
-eq. 8), lanes run concurrently (up to ``max_lanes`` threads), each lane in
-time order against its own state (eq. 9).
+their key sets (eq. 7: exact name, MinHash-LSH band keys of its 3-grams,
+candidate ids; union-find, eq. 8), lanes run concurrently (up to ``max_lanes``
+threads), each lane in time order against its own state (eq. 9): a name
+variant of an entity created earlier in the lane, or earlier in the add, is
+shown to the LLM as a candidate too. Without an LLM, a variant of an entity
+created earlier in the add joins it by the rule (Jaccard ≥ ``resolve_jaccard``).
 
 **Deferred profiles** (§3.2.3). With an LLM, an entity's profile is updated
 only once ``|Δ(v)| ≥ B`` new episodes have accumulated (eq. 10–11), and never
@@ -41,6 +44,7 @@ from .communities import CommunityPlan, plan_summaries
 from .config import EntityConfig
 from .extract import Mention, TypeModel, find_spans, norm_name
 from .index import EntityIndex, char_grams, jaccard
+from .minhash import band_keys
 from .store import EntityRow
 
 __all__ = ["EntityPlan", "plan_entities"]
@@ -75,6 +79,7 @@ class _Pending:
     norm: str
     cands: list[tuple[int, float]]
     rho: float
+    news: list[tuple[str, str, str]] = field(default_factory=list)  # variants among this add's new entities
 
 
 def _compat(m: Mention, norm: str, eid: int, snap: EntityIndex, jac: float) -> float:
@@ -83,8 +88,15 @@ def _compat(m: Mention, norm: str, eid: int, snap: EntityIndex, jac: float) -> f
     return 0.7 * jac + 0.3 * same
 
 
-def _lanes(items: list[_Pending], bands: int = 4) -> list[list[int]]:
-    """Conflict lanes (Algorithm 1): union-find over shared conflict keys (eq. 7–8)."""
+def _lanes(items: list[_Pending], bands: int = 8) -> list[list[int]]:
+    """Conflict lanes (Algorithm 1): union-find over shared conflict keys (eq. 7–8).
+
+    Keys: the exact normalised name (K_exact), MinHash-LSH band keys of its
+    character 3-grams (K_lsh, :mod:`sgmem.entities.minhash`: 16 hash functions
+    in ``bands`` bands; with 8 bands of 2 rows two names share a key with
+    probability 0.95 at Jaccard 0.57, 0.53 at 0.3), and the ids of its top
+    candidate entities (K_cand).
+    """
     parent = list(range(len(items)))
 
     def find(i: int) -> int:
@@ -95,10 +107,9 @@ def _lanes(items: list[_Pending], bands: int = 4) -> list[list[int]]:
 
     owner: dict[str, int] = {}
     for i, p in enumerate(items):
-        grams = sorted(char_grams(p.norm))
-        # K_exact ∪ K_lsh (min-hash style band keys over sorted 3-grams) ∪ K_cand
-        keys = {f"n:{p.norm}"} | {f"b{b}:{min(grams[b::bands], default='')}" for b in range(bands)}
-        keys |= {f"c:{eid}" for eid, _ in p.cands[:3]}
+        # K_exact ∪ K_lsh ∪ K_cand
+        keys = {f"n:{p.norm}"} | set(band_keys(char_grams(p.norm), 16, bands))
+        keys |= {f"c:{eid}" for eid, _ in p.cands[:3]} | {f"n:{n}" for n, _, _ in p.news}
         for k in keys:
             if k in owner:
                 a, b = find(owner[k]), find(i)
@@ -180,11 +191,18 @@ def plan_entities(
                 (e for e, j in cands if j >= cfg.resolve_jaccard and snap.type_of(e) == x.type and x.kind != "speaker"),
                 None,
             )
+            if llm is None and rule is None and x.kind != "speaker":
+                # a variant of a name this add introduced ("Chicagoo" after "Chicago"), by the same rule
+                rule = _new_variant(plan, new_by_norm, norm, cfg.resolve_jaccard)
+                if rule is not None:
+                    new_by_norm[norm] = rule
             if llm is None and rule is not None:
                 plan.mentions.append((rule, mi, x.surface, x.type, x.type_score, x.start, x.end))
                 continue
+            news = _new_variants(plan, new_by_norm, norm, x.type) if llm is not None and x.kind != "speaker" else []
+            rho = max([rho] + [s for *_, s in news])
             if llm is not None and rho >= cfg.llm_threshold and x.kind != "speaker":
-                pending.append(_Pending(x, mi, norm, scored, rho))
+                pending.append(_Pending(x, mi, norm, scored, rho, [(n, surf, t) for n, surf, t, _ in news]))
                 continue
             new_by_norm[norm] = _new_entity(plan, x, norm)
             plan.mentions.append((new_by_norm[norm], mi, x.surface, x.type, x.type_score, x.start, x.end))
@@ -197,6 +215,41 @@ def plan_entities(
         plan.profiles.extend(plan_summaries(snap, plan.mentions, new_names, messages, cfg, llm, plan.usage, texts))
     plan.ms = (time.perf_counter() - t0) * 1e3
     return plan
+
+
+def _new_variant(plan: EntityPlan, new_by_norm: dict[str, int], norm: str, min_jaccard: float) -> int | None:
+    """The entity this add created whose name ``norm`` is a variant of (3-gram Jaccard ≥ ``min_jaccard``).
+
+    [D] Unlike the rule against stored entities, the types need not agree: the
+    zero-shot type of a rare spelling in one sentence is the noisier estimate
+    (measured: "Jonathan Edward" after "my friend Jonathan Edwards" typed book).
+    """
+    grams = char_grams(norm)
+    best, best_j = None, min_jaccard
+    for other, eid in new_by_norm.items():
+        j = jaccard(grams, char_grams(other))
+        if j >= best_j:
+            best, best_j = eid, j
+    return best
+
+
+def _new_variants(
+    plan: EntityPlan, new_by_norm: dict[str, int], norm: str, typ: str
+) -> list[tuple[str, str, str, float]]:
+    """Entities this add created so far that ``norm`` may be a variant of: (norm, name, type, σ of eq. 5)."""
+    out = []
+    grams = char_grams(norm)
+    for other, eid in new_by_norm.items():
+        if other != norm and _variant(norm, other):
+            row = plan.new_entities[-eid - 1]
+            out.append((other, row.name, row.type, 0.7 * jaccard(grams, char_grams(other)) + 0.3 * (row.type == typ)))
+    return out
+
+
+def _variant(a: str, b: str) -> bool:
+    """Whether two normalised names may denote one entity: shared 3-grams (Jaccard ≥ 0.3) or one's words in the other's."""
+    wa, wb = set(a.split()), set(b.split())
+    return jaccard(char_grams(a), char_grams(b)) >= 0.3 or (bool(wa) and bool(wb) and (wa <= wb or wb <= wa))
 
 
 def _new_entity(plan: EntityPlan, x: Mention, norm: str) -> int:
@@ -218,19 +271,30 @@ def _resolve_lanes(
     plan.n_llm_bound = len(pending)
     plan.lanes = len(lanes)
 
-    def run(lane: list[int]) -> tuple[list[tuple[int, int | None]], Usage]:
+    def run(lane: list[int]) -> tuple[list[tuple[int, int | str | None]], Usage]:
         usage = Usage()
-        local: dict[str, int | None] = {}  # lane-local state (eq. 9): norm -> resolved id (None: new)
-        out: list[tuple[int, int | None]] = []
+        # lane-local state (eq. 9): norm -> an existing entity id, the norm of an entity this lane created
+        # (a str), or None (it created one for this norm)
+        local: dict[str, int | str | None] = {}
+        made: list[tuple[str, str, str]] = []  # entities this lane created: (norm, surface, type)
+        out: list[tuple[int, int | str | None]] = []
         for i in lane:
             p = pending[i]
             if p.norm in local:
                 out.append((i, local[p.norm]))
                 continue
             shown = [(e, snap.entities[e]) for e, _ in p.cands[:5]]
-            cands = "\n".join(
+            lines = [
                 f'- {{"candidate_id": {e}, "name": "{row.name}", "type": "{snap.type_of(e)}"}}' for e, row in shown
-            )
+            ]
+            # name variants of entities created earlier in this lane are candidates too (ids -2, -3, …: -1 is "none")
+            near = [m for m in made if _variant(p.norm, m[0])] + [n for n in p.news if n[0] not in {m[0] for m in made}]
+            variants = {-2 - k: v for k, v in enumerate(near)}
+            lines += [
+                f'- {{"candidate_id": {c}, "name": "{surf}", "type": "{typ}"}}'
+                for c, (_, surf, typ) in variants.items()
+            ]
+            cands = "\n".join(lines)
             others = [x for x in _mentions_in(plan, p.msg) if x != p.mention.surface][:8]
             m = messages[p.msg]
             prompt = ENTITY_DISAMBIGUATION.format(
@@ -245,8 +309,12 @@ def _resolve_lanes(
             dup = raw.get("duplicate_id") if isinstance(raw, dict) else None
             if raw is not None and not isinstance(dup, int):
                 usage.malformed += 1
-            target = dup if isinstance(dup, int) and dup in {e for e, _ in shown} else None
+            target: int | str | None = dup if isinstance(dup, int) and dup in {e for e, _ in shown} else None
+            if isinstance(dup, int) and dup in variants:
+                target = variants[dup][0]
             local[p.norm] = target
+            if target is None:
+                made.append((p.norm, p.mention.surface, p.mention.type))
             out.append((i, target))
         return out, usage
 
@@ -256,18 +324,22 @@ def _resolve_lanes(
     else:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sgmem-ned") as pool:
             results = list(pool.map(run, lanes))
-    decided: dict[int, int | None] = {}
+    decided: dict[int, int | str | None] = {}
     for out, usage in results:
         plan.usage.merge(usage)
         decided.update(dict(out))
     for i in sorted(decided, key=lambda i: (pending[i].msg, pending[i].mention.start)):
         p = pending[i]
         x = p.mention
-        eid = decided[i]
-        if eid is None:
-            eid = new_by_norm.get(p.norm)
-            if eid is None:
-                eid = new_by_norm[p.norm] = _new_entity(plan, x, p.norm)
+        target = decided[i]
+        if isinstance(target, int):
+            eid = target
+        else:  # a new entity: this name's own, or the one a variant of it created earlier in the lane
+            key = p.norm if target is None else target
+            got = new_by_norm.get(key)
+            eid = got if got is not None else _new_entity(plan, x, key)
+            new_by_norm[key] = eid
+            new_by_norm.setdefault(p.norm, eid)
         plan.mentions.append((eid, p.msg, x.surface, x.type, x.type_score, x.start, x.end))
 
 
