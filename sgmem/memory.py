@@ -229,8 +229,49 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def flush_profiles(self, scope: str | None = None) -> int:
+        """Write every deferred entity profile now (LightGMEM's final flush, seed §3.2.3); the profiles written.
+
+        With the entity layer on and an LLM (``EntityConfig.llm``), an entity's
+        profile is otherwise updated only once ``profile_batch`` new turns
+        mention it; this updates every entity with unabsorbed turns, in
+        ``scope`` or in every scope. :meth:`close` calls it. Without an LLM
+        (profiles are then extractive, built at query time) it does nothing.
+        """
+        cfg = self.config.entities
+        if not (cfg.enabled and cfg.llm and self.llm is not None) or self.read_only:
+            return 0
+        from .entities.store import apply_entities
+        from .entities.write import plan_flush
+        from .pyramid.llmio import Usage
+
+        self._check_open()
+        names = [scope] if scope is not None else list(self.scopes())
+        written = 0
+        for name in names:
+            with self._lock:
+                sid = self._store.scope_id(name)
+                if sid is None:
+                    continue
+                snap = self._entities.get(self._store, sid)
+            profiles = plan_flush(snap, cfg, self.llm, self._stored_texts, Usage())  # LLM calls outside the lock
+            if not profiles:
+                continue
+            with self._lock:
+                with self._store.write() as conn:
+                    apply_entities(conn, sid, [], [], [], profiles)
+                    self._store.bump_generation(sid)
+                self._entities.drop(sid)
+            written += len(profiles)
+        return written
+
     def close(self) -> None:
-        """Save index caches and close the store. Safe to call twice."""
+        """Flush deferred entity profiles (with an LLM), save index caches and close the store. Safe to call twice."""
+        if not self._closed:
+            try:
+                self.flush_profiles()
+            except Exception:  # noqa: BLE001, S110 - a failing model or store never blocks closing
+                pass
         with self._lock:
             if self._closed:
                 return

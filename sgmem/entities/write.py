@@ -47,7 +47,7 @@ from .index import EntityIndex, char_grams, jaccard
 from .minhash import band_keys
 from .store import EntityRow
 
-__all__ = ["EntityPlan", "plan_entities"]
+__all__ = ["EntityPlan", "plan_entities", "plan_flush"]
 
 #: the longest span taken for a name: a longer capitalised run is a blob (a URL, a hash), not an entity,
 #: and the entity index's row must fit PostgreSQL's btree as well as SQLite (a row holds at most ~2,700 bytes)
@@ -389,6 +389,45 @@ def _profiles(
             plan.profiles.append((eid, desc.strip()[:2000], total))
         elif raw is not None:
             plan.usage.malformed += 1
+
+
+def plan_flush(
+    snap: EntityIndex,
+    cfg: EntityConfig,
+    llm: Any,
+    texts: Callable[[list[int]], list[str]],
+    usage: Usage,
+) -> list[tuple[int, str, int]]:
+    """The final flush of deferred profiles (seed §3.2.3: "or when a final flush is triggered").
+
+    Every entity with unabsorbed episodes (``|Δ(v)| > 0``) gets its profile
+    update now, whatever ``profile_batch``; the sparse-entity shortcut still
+    holds (at most ``profile_min`` episodes: no call). Returns the profile
+    updates ``(entity id, text, episodes absorbed)`` for
+    :func:`sgmem.entities.store.apply_entities`.
+    """
+    out: list[tuple[int, str, int]] = []
+    for eid, row in list(snap.entities.items()):
+        if row.type in ("date", "number"):
+            continue
+        episodes = snap.episodes.get(eid, [])
+        total = len(episodes)
+        if total <= cfg.profile_min or total <= row.profiled:
+            continue
+        lines = texts(episodes[row.profiled :][-cfg.profile_batch :])
+        prompt = ENTITY_PROFILE.format(
+            type=snap.type_of(eid),
+            name=row.name,
+            profile=row.profile or "(none yet)",
+            messages="\n".join(f"- {t[:600]}" for t in lines),
+        )
+        raw = call_json(llm, prompt, usage, "entity-profile")
+        desc = raw.get("description") if isinstance(raw, dict) else None
+        if isinstance(desc, str) and desc.strip():
+            out.append((eid, desc.strip()[:2000], total))
+        elif raw is not None:
+            usage.malformed += 1
+    return out
 
 
 def norm_of(text: str) -> str:

@@ -114,3 +114,26 @@ def test_profiles_can_be_switched_off(embedder: sgmem.Embedder) -> None:
         _fill(mem)
         hits = _profile_hits(mem, "What did the golden retriever puppy do?")
     assert all(p is None for _, p in hits)
+
+
+def test_pending_profiles_are_flushed_explicitly_and_on_close(embedder: sgmem.Embedder, tmp_path: Any) -> None:
+    # B = 15 turns before a profile update: three mentions leave Biscuit's evidence pending
+    cfg = ENTITY_ONLY.with_(entities=dataclasses.replace(ENTITY_ONLY.entities, profile_batch=15, profile_min=1))
+    llm = ProfileLLM("Biscuit is Maria's golden retriever puppy.")
+
+    def profile(mem: sgmem.Memory) -> Any:
+        return mem._store.conn.execute("SELECT profile, profiled FROM entities WHERE name = 'Biscuit'").fetchone()
+
+    with sgmem.Memory(embedder=embedder, llm=llm, config=cfg) as mem:
+        _fill(mem)
+        assert profile(mem) == (None, 0) and llm.profile_calls == 0  # deferred
+        assert mem.flush_profiles(scope="s") >= 1
+        assert profile(mem) == ("Biscuit is Maria's golden retriever puppy.", 3)
+        hits = _profile_hits(mem, "What did the golden retriever puppy do?")
+        assert hits[0][1] is not None and hits[0][1]["kind"] == "llm"  # read at query time at once
+        calls = llm.profile_calls
+        assert mem.flush_profiles(scope="s") == 0 and llm.profile_calls == calls  # nothing pending any more
+    with sgmem.Memory(tmp_path / "m", embedder=embedder, llm=llm, config=cfg) as mem:
+        _fill(mem)
+    with sgmem.Memory(tmp_path / "m", embedder=embedder, config=cfg) as again:
+        assert profile(again) == ("Biscuit is Maria's golden retriever puppy.", 3)  # the close flushed it
