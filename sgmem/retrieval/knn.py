@@ -191,10 +191,13 @@ def knn_update(
                 c, t = _top(sims, None, k)
                 fwd_c.append(c)
                 fwd_t.append(t)
-                qi, rj = np.nonzero((sims >= min_cos) & (sims > thr[None, :]))
-                back_rows.append(rj)
-                back_new.append(qi + q0)
-                back_cos.append(sims[qi, rj].astype(np.float64))
+                # a list's threshold is never below min_cos - ulp (its members pass min_cos): test that after
+                qi, rj = np.nonzero(sims > thr[None, :])
+                cs = sims[qi, rj].astype(np.float64)
+                ok = cs >= min_cos
+                back_rows.append(rj[ok])
+                back_new.append(qi[ok] + q0)
+                back_cos.append(cs[ok])
     old_c = np.concatenate(fwd_c) if fwd_c else np.zeros((n_new, 0))
     old_t = np.concatenate(fwd_t) if fwd_t else np.zeros((n_new, 0), dtype=np.int64)
     # the add's other new sentences, earlier and later alike
