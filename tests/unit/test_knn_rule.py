@@ -129,6 +129,20 @@ def test_the_stored_lists_are_the_global_knn_graph_after_adds_and_deletes(store_
         assert _recall(mem, cfg.graph.knn_k) < 0.8  # the earlier rule is not the kNN graph
 
 
+def test_another_processs_add_updates_the_cached_lists_in_place(store_path: Any) -> None:
+    with _memory(store_path, "knn") as here, _memory(store_path, "knn") as there:
+        for i, text in enumerate(["anchor", "far", "farther"]):
+            here.add([{"role": "user", "content": text, "id": text}], scope="u", thread="t", at=T0 + timedelta(i))
+        sid = here._store.scope_id("u")
+        cached = here._index(sid)
+        there.add([{"role": "user", "content": "twin", "id": "twin"}], scope="u", thread="t", at=T0 + timedelta(9))
+        idx = here._index(sid)  # refreshed from the store: "anchor" took "twin" and dropped "far"
+        assert idx is cached
+        row = {t: idx.sent_row(i) for i, t in here._store.conn.execute("SELECT id, text FROM sentences")}
+        assert [t for t, _ in idx.knn.row(row["anchor"])] == [row["twin"]]
+        assert sorted(idx.adjacency[row["anchor"]]) == sorted([row["far"], row["farther"], row["twin"], row["twin"]])
+
+
 def test_an_unknown_rule_is_a_clear_error() -> None:
     with pytest.raises(sgmem.ConfigError, match="knn_rule"):
         sgmem.GraphConfig(knn_rule="later")  # type: ignore[arg-type]
