@@ -187,6 +187,7 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         self._indexes = CacheView(self._caches, "index")
         # LightGMEM entity layer (opt-in, Config.entities): per-scope, keyed by the scope generation, same LRU
         self._entities = EntityCache(self._caches)
+        self._entity_scopes: set[int] = set()  # scopes this Memory wrote entities to: close() flushes them
         self._types = TypeModel(self._words, self.config.entities)
         self._lock = threading.RLock()
         self._closed = False
@@ -235,23 +236,32 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         With the entity layer on and an LLM (``EntityConfig.llm``), an entity's
         profile is otherwise updated only once ``profile_batch`` new turns
         mention it; this updates every entity with unabsorbed turns, in
-        ``scope`` or in every scope. :meth:`close` calls it. Without an LLM
-        (profiles are then extractive, built at query time) it does nothing.
+        ``scope`` or in every scope. :meth:`close` does it for the scopes this
+        Memory wrote to. Without an LLM (profiles are then extractive, built
+        at query time) it does nothing.
         """
         cfg = self.config.entities
         if not (cfg.enabled and cfg.llm and self.llm is not None) or self.read_only:
             return 0
+        self._check_open()
+        return self._flush_profiles([scope] if scope is not None else list(self.scopes()))
+
+    def _flush_profiles(self, names: list[str] | None) -> int:
+        """:meth:`flush_profiles` over scope ``names``, or (None) the scopes this Memory wrote entities to."""
         from .entities.store import apply_entities
         from .entities.write import plan_flush
         from .pyramid.llmio import Usage
 
-        self._check_open()
-        names = [scope] if scope is not None else list(self.scopes())
+        cfg = self.config.entities
+        with self._lock:
+            if names is None:
+                ids = sorted(self._entity_scopes)
+            else:
+                ids = [sid for sid in (self._store.scope_id(n) for n in names) if sid is not None]
         written = 0
-        for name in names:
+        for sid in ids:
             with self._lock:
-                sid = self._store.scope_id(name)
-                if sid is None:
+                if not self._store.has_messages(sid):
                     continue
                 snap = self._entities.get(self._store, sid)
             profiles = plan_flush(snap, cfg, self.llm, self._stored_texts, Usage())  # LLM calls outside the lock
@@ -268,10 +278,12 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
     def close(self) -> None:
         """Flush deferred entity profiles (with an LLM), save index caches and close the store. Safe to call twice."""
         if not self._closed:
-            try:
-                self.flush_profiles()
-            except Exception:  # noqa: BLE001, S110 - a failing model or store never blocks closing
-                pass
+            cfg = self.config.entities
+            if cfg.enabled and cfg.llm and self.llm is not None and not self.read_only:
+                try:
+                    self._flush_profiles(None)  # the scopes written in this session
+                except Exception:  # noqa: BLE001, S110 - a failing model or store never blocks closing
+                    pass
         with self._lock:
             if self._closed:
                 return

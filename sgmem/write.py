@@ -417,6 +417,8 @@ def finish_add(mem: Any, p: PreparedAdd, a: AppliedAdd | None, replaced: DeleteR
     if a is not None:
         mem._derived.committed(a.scope_id, a.d_applied)
         mem._entities.committed(a.scope_id, a.gen_before, a.gen_after, a.ent_applied)
+        if a.ent_applied is not None:
+            mem._entity_scopes.add(a.scope_id)  # close() flushes this scope's deferred profiles
         linked = a.linking is not None
         # committed: extend the cache in place (or drop it if someone else wrote meanwhile)
         if a.gen_after == a.gen_before + 1:
