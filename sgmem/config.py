@@ -93,8 +93,11 @@ class GraphConfig:
             (LoCoMo dev evidence recall@10, cat 1–4, its graph weight chosen
             leave-one-conversation-out: 79.1 earlier vs 79.2 knn; shipped
             weights in-sample 79.9 vs 79.8) while ``"knn"`` costs more per add;
-            ``mode="graph"`` alone gains (54.0 → 55.0). Measured by ``python -m
-            benchmarks.knn_recall`` (also the edge recall and per-add cost).
+            ``mode="graph"`` alone gains (54.0 → 55.0). Edge recall against the
+            global kNN of the stored vectors (k=3): ``"knn"`` 1.000 at 10k
+            (exact), 0.921 at 100k (HNSW); ``"earlier"`` 0.52 and 0.47; the kNN
+            step costs 1.2–1.9× more with ``"knn"``. Measured by ``python -m
+            benchmarks.knn_recall``.
         knn_min_cosine: [D] minimum cosine for a similarity edge. The paper uses
             none (0.0 keeps every top-k neighbour).
         hops: h, the BFS depth over similarity edges (§1.3 step 4); 0 disables.
