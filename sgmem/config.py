@@ -413,7 +413,7 @@ class HybridConfig:
     speaker_match: float = 0.0
     question_weight: float = 0.5
     echo_cosine: float = 0.8
-    echo_weight: float = 0.1
+    echo_weight: float = 0.25
     non_answer_weight: float = 0.2
     reply_weight: float = 0.5
 

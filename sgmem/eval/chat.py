@@ -66,7 +66,8 @@ CHAT_GRID: list[dict[str, Any]] = [
         "hybrid.reply_weight": 0.0,
     },
     {"hybrid.question_weight": 0.25},
-    {"hybrid.question_weight": 1.0},
+    {"hybrid.question_weight": 0.75},
+    {"hybrid.echo_weight": 0.1},
     {"hybrid.echo_weight": 0.5},
     {"hybrid.non_answer_weight": 1.0},
     {"hybrid.reply_weight": 0.0},
@@ -273,6 +274,16 @@ def render_chat(res: ChatResult) -> str:
             if cond != "clean":
                 lines.append("")
                 lines.append(f"{cond} ÷ clean (held out): " + (f"{res.loo(cond) / clean:.3f}" if clean else "–"))
+    lines += [
+        "",
+        "Every candidate setting in-sample (all conversations; the folds choose by the mean of the conditions):",
+        "",
+        "| setting | " + " | ".join(conds) + " | mean |",
+        "|---|" + "---|" * (len(conds) + 1),
+    ]
+    for s in res.settings:
+        vals = [res.pooled(c, _label(s)) for c in conds]
+        lines.append(f"| {_label(s)} | " + " | ".join(f"{v:.1f}" for v in vals) + f" | {statistics.fmean(vals):.1f} |")
     lines += ["", "Settings the folds chose (held-out conversation: setting):", ""]
     lines += [f"- {c}: {_label(s)}" for c, s in res.chosen.items()]
     if res.filler_why:

@@ -627,7 +627,7 @@ class _Acts:
     ``HybridConfig.question_weight`` / ``non_answer_weight`` / ``reply_weight``).
 
     ``sent_w``: each sentence's weight (statement 1, question, non-answer,
-    filler 0; a question whose cosine to the query is at least ``echo_cosine``
+    filler 1 (a turn of filler alone is set apart by ``turn_w``); a question whose cosine to the query is at least ``echo_cosine``
     is an echo of it and weighs ``echo_weight``); ``turn_w``: each turn's best sentence weight (0: filler alone,
     or no sentence). ``active`` is False when every sentence is a statement
     (nothing to weigh: the channels are used as they are).
@@ -641,7 +641,9 @@ class _Acts:
         self.active = bool(self.acts.size and self.acts.any())
         self.sent_w = self.turn_w = None  # type: ignore[assignment]
         if self.active:
-            table = np.array([1.0, h.question_weight, h.non_answer_weight, 0.0], dtype=np.float32)
+            # filler counts as it is inside a turn with content (its cosines change little there, and leaving them
+            # out of a whole-turn cosine would skew it); a turn of filler alone gets turn weight 0
+            table = np.array([1.0, h.question_weight, h.non_answer_weight, 1.0], dtype=np.float32)
             self.sent_w = table[self.acts]
             # a stored question (nearly) the query itself: the query asked before, no evidence of its own
             echo = (self.acts == QUESTION) & (cos >= h.echo_cosine)
@@ -649,7 +651,8 @@ class _Acts:
                 self.sent_w[echo] = h.echo_weight
             self.turn_w = np.zeros(idx.n_turns, dtype=np.float64)
             starts = idx.array("sent_starts")
-            self.turn_w[idx.array("sent_turns")] = np.maximum.reduceat(self.sent_w, starts)
+            content_w = np.where(self.acts == FILLER, np.float32(0.0), self.sent_w)
+            self.turn_w[idx.array("sent_turns")] = np.maximum.reduceat(content_w, starts)
 
     def weighted(self, d: TurnDense) -> TurnDense:
         """``d`` with each sentence cosine times its act weight (a new scan's worth of reductions)."""
