@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pytest
 
 import sgmem
-from sgmem.eval.chat import CHAT_GRID, ECHO_REPLY, chat_conversation, evaluate_chat, render_chat, rrf
+from sgmem.eval.chat import ACTS_OFF, CHAT_GRID, ECHO_REPLY, chat_conversation, evaluate_chat, render_chat, rrf
 from sgmem.eval.locomo import Conversation, Question
 
 T0 = datetime(2023, 5, 1, 10, 0, tzinfo=timezone.utc)
@@ -85,7 +85,7 @@ def result(embedder: sgmem.Embedder):  # type: ignore[no-untyped-def]
 
 
 def test_an_earlier_question_does_not_push_its_answer_out(result) -> None:  # type: ignore[no-untyped-def]
-    defaults, off = "defaults", ", ".join(f"{k}={v}" for k, v in CHAT_GRID[1].items())
+    defaults, off = "defaults", ", ".join(f"{k}={v}" for k, v in ACTS_OFF.items())
     # BM25 finds the stored question first: its words are the query's
     assert result.pooled("echo", "BM25 turns") < result.pooled("clean", "BM25 turns")
     # sgmem with its dialogue acts keeps the answer first; with them off it loses it to the echoes
