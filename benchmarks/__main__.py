@@ -26,7 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-PARTS = ("quality", "speed", "write", "gate", "postgres", "scopes")
+PARTS = ("quality", "chat", "speed", "write", "gate", "postgres", "scopes")
 HERE = Path(__file__).resolve().parent
 
 
@@ -68,6 +68,16 @@ def _smoke(args: argparse.Namespace) -> None:
     args.max_questions = args.max_questions or 5
     args.in_process = True
     args.scopes = min(args.scopes, 30)
+
+
+#: what the chat part measures, for readers of RESULTS.md
+_CHAT_HOW = (
+    "A deployed agent stores its whole chat: in the *echo* condition every evaluation question of a "
+    "conversation was asked once before, after the last session, and answered \"I'm not sure, I don't "
+    "remember.\"; in *answered* it was answered with the reference answer (a hit on that reply finds the "
+    "answer). sgmem's dialogue-act weights are chosen leave-one-conversation-out by the mean of the three "
+    "conditions; the baselines have no setting to tune."
+)
 
 
 def _rel(path: Path, start: Path) -> str:
@@ -168,6 +178,19 @@ def main(argv: list[str] | None = None) -> int:
         else:
             sections += ["## Quality: LoCoMo evidence recall", "",
                          f"Not run: no LoCoMo file at `{path}` (pass `--locomo PATH`).", ""]
+    if "chat" in args.only:
+        from sgmem.eval.chat import evaluate_chat, render_chat
+        from sgmem.eval.locomo import load_locomo
+
+        path = Path(args.locomo) if args.locomo else default_locomo_path()
+        if path.exists():
+            say("chat: LoCoMo with its questions asked before (echo, answered) beside the clean protocol")
+            chat = evaluate_chat(load_locomo(path, max(args.limit or 0, 2) if args.limit else None),
+                                 shared_embedder(), max_questions=args.max_questions, progress=say)
+            shared_embedder().save()
+            sections += ["## Quality inside a chat: questions asked before, non-answers, filler", "",
+                         "Measured by `sgmem eval locomo FILE --chat` (the same code). " + (_CHAT_HOW or ""), "",
+                         render_chat(chat), ""]
     if "speed" in args.only:
         from benchmarks import speed as sp
         from benchmarks import speed_report

@@ -75,7 +75,9 @@ class SGMemRetriever(BaseRetriever):
             docs[0].metadata["thread"]    # 'chat-1'
             retriever.invoke("Where do I work?", k=1)   # k per call
             # LangChain's vector-store style works too:
-            SGMemRetriever(memory=mem, scope="alice", search_kwargs={"k": 2, "score_threshold": 0.4})
+            SGMemRetriever(memory=mem, scope="alice", search_kwargs={"k": 2, "score_threshold": 0.2})
+            # or the embedder's calibrated cutoff: an unrelated question then gets []
+            SGMemRetriever(memory=mem, scope="alice", min_score=mem.min_relevance)
 
     Args:
         memory: the :class:`sgmem.Memory` to search.
@@ -85,8 +87,11 @@ class SGMemRetriever(BaseRetriever):
         threads: only these threads (default: all).
         since, until: only messages said in this window.
         min_score: drop hits whose :attr:`sgmem.Hit.relevance` (in [0, 1]) is
-            below this; ``None``: the memory's ``Config.min_relevance``
-            (an unrelated question returns no documents); 0 keeps all.
+            below this. ``None`` (the default) keeps the ``k`` best, as
+            LangChain's ``VectorStoreRetriever`` does with no threshold; pass
+            ``memory.min_relevance`` (the cutoff calibrated for the embedder,
+            which ``Memory.search`` and the middleware apply) to get no
+            documents for an unrelated question.
         score_threshold: another name for ``min_score`` (LangChain's vector
             store retrievers call it so); give one or the other.
         search_kwargs: any of the above as a dict, as LangChain's
@@ -172,7 +177,8 @@ class SGMemRetriever(BaseRetriever):
                     "score_threshold", out["score_threshold"], "min_score or score_threshold, not both"
                 )
             out["min_score"] = out.pop("score_threshold")
-        check_score(out["min_score"], "min_score", 0.0)
+        # no threshold asked for: the k best (LangChain's retriever convention), not Config.min_relevance
+        out["min_score"] = check_score(out["min_score"], "min_score", 0.0)
         return {"scope": self.scope, **out}
 
     def _get_relevant_documents(

@@ -47,37 +47,52 @@ class SGMemRetriever(BaseRetriever):
     Args:
         memory: the sgmem store.
         scope: whose memories to search; other scopes are never read.
-        k: how many nodes to return.
+        k: how many nodes to return (``similarity_top_k``, LlamaIndex's name
+            for it, is accepted too; give one or the other).
         mode: ``"hybrid"``, ``"vector"``, ``"graph"`` or ``"bm25"`` (``None``:
             the store's default).
         threads: only search these threads (default: all of the scope).
         min_score: drop hits whose :attr:`sgmem.Hit.relevance` (in [0, 1],
-            also in each node's ``metadata["relevance"]``) is below this;
-            ``None``: the store's ``Config.min_relevance`` (an unrelated query
-            returns no nodes); 0 keeps all. The node score stays the ranking score.
+            also in each node's ``metadata["relevance"]``) is below this.
+            ``None`` (the default) returns the ``k`` best, as LlamaIndex's
+            vector retrievers do; pass ``memory.min_relevance`` (the cutoff
+            calibrated for the embedder, which the memory block and chat
+            memory apply) to get no nodes for an unrelated query. The node
+            score stays the ranking score.
     """
 
     def __init__(
         self,
         memory: sgmem.Memory,
         scope: str,
-        k: int = 4,
+        k: int | None = None,
         mode: str | None = None,
         threads: Iterable[str] | None = None,
         min_score: float | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        similarity_top_k: int | None = None,
     ) -> None:
         self._memory = check_memory(memory)
         self.scope = check_key(scope, "scope", memory)
-        self.k = check_int(k, "k", 1, memory.config.limits.max_k)
+        if k is not None and similarity_top_k is not None:
+            raise sgmem.InvalidInputError(
+                "similarity_top_k", similarity_top_k, "k or similarity_top_k, not both", "They are the same setting."
+            )
+        top = similarity_top_k if similarity_top_k is not None else k
+        self.k = check_int(4 if top is None else top, "k", 1, memory.config.limits.max_k)
         self.mode = check_mode(mode)
         if threads is not None and (isinstance(threads, str) or not isinstance(threads, Iterable)):
             raise sgmem.InvalidInputError("threads", threads, "a list of thread names or None")
         self.threads = [check_key(t, "threads[]", memory) for t in threads] if threads is not None else None
-        check_score(min_score, "min_score", 0.0)
-        self.min_score = min_score
+        # no threshold asked for: the k best (LlamaIndex's retriever convention), not Config.min_relevance
+        self.min_score = check_score(min_score, "min_score", 0.0)
         super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @property
+    def similarity_top_k(self) -> int:
+        """LlamaIndex's name for :attr:`k`."""
+        return self.k
 
     @property
     def memory(self) -> sgmem.Memory:

@@ -229,6 +229,34 @@ def cmd_eval(args: argparse.Namespace) -> int:
     embedder: Any = default_embedder()
     if args.cache:
         embedder = CachingEmbedder(embedder, args.cache)
+    if args.cutoffs:
+        from .config import MIN_RELEVANCE, Config
+        from .eval.answers import render_cutoffs, sweep_cutoffs
+        from .eval.locomo import load_locomo
+
+        default = MIN_RELEVANCE.get(embedder.name, 0.0)
+        sweep = sweep_cutoffs(load_locomo(args.file, args.limit), embedder, progress=lambda s: print(s, file=sys.stderr))
+        if isinstance(embedder, CachingEmbedder):
+            embedder.save()
+        report = render_cutoffs(sweep, default, Config().relative_relevance)
+        print(report)
+        if args.out:
+            Path(args.out).write_text(report + "\n", encoding="utf-8")
+        return 0
+    if args.chat:
+        from .eval.chat import evaluate_chat, render_chat
+        from .eval.locomo import load_locomo
+
+        res = evaluate_chat(
+            load_locomo(args.file, args.limit), embedder, progress=lambda s: print(s, file=sys.stderr)
+        )
+        if isinstance(embedder, CachingEmbedder):
+            embedder.save()
+        report = render_chat(res)
+        print(report)
+        if args.out:
+            Path(args.out).write_text(report + "\n", encoding="utf-8")
+        return 0
     if args.loo:
         report = _loo_report(args, embedder)
         print(report)
@@ -444,6 +472,19 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the dev-tuned settings (hybrid weights, context digest, gate tau_noop) chosen "
         "leave-one-conversation-out: held-out figures next to in-sample ones",
+    )
+    lo.add_argument(
+        "--chat",
+        action="store_true",
+        help="LoCoMo inside a chat: the clean, echo (each question asked before, unanswered) and answered "
+        "conditions side by side, against BM25, dense and their reciprocal rank fusion; the dialogue-act "
+        "settings chosen leave-one-conversation-out",
+    )
+    lo.add_argument(
+        "--cutoffs",
+        action="store_true",
+        help="the relevance cutoff (min_score) on answer-bearing hits: the bundled question -> answer pairs and "
+        "LoCoMo's evidence kept, unrelated questions' contexts emptied, per threshold",
     )
     lo.add_argument(
         "--relevance",

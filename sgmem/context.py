@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .text.acts import FILLER
 from .text.tokens import count_tokens, truncate_to_tokens
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ def digest_turn(idx: ScopeIndex, row: int, content: str, q: np.ndarray, max_toke
     """A long turn cut to its sentences most similar to the query.
 
     [D] Turns over ``max_tokens`` keep their best sentences (by cosine to the
-    query, at least one) in their original order, joined by " … " where text
+    query, at least one; filler such as "Hi!" last) in their original order, joined by " … " where text
     was left out, up to ``max_tokens``; shorter turns are kept whole. This lets
     a budget hold more distinct memories. ``max_tokens = 0`` keeps every turn whole.
     """
@@ -126,6 +127,7 @@ def digest_turn(idx: ScopeIndex, row: int, content: str, q: np.ndarray, max_toke
     if len(srows) < 2:
         return content
     sims = idx.sentence_vectors()[srows] @ q
+    sims = np.where(idx.sentence_acts()[srows] == FILLER, sims - 10.0, sims)  # filler only where room is left
     texts = idx.sent_text.many(srows)
     keep: list[int] = []
     used = 0

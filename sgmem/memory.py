@@ -35,7 +35,7 @@ from .records import RecordMethods
 from .retrieval.dense import relevance_of_rows
 from .retrieval.index import ScopeIndex, load_scope_index
 from .retrieval.refresh import refresh_index
-from .retrieval.search import Ranked, Retriever, allowed_mask
+from .retrieval.search import Ranked, Retriever, act_weights, allowed_mask, exchange_relevance
 from .store.paths import resolve_store_path
 from .store.pgsql import redact
 from .store.postgres import PostgresStore, is_postgres_target, is_url, server_dense
@@ -555,11 +555,13 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
                 to ``k`` of each, in that order (SGMem §1.3 step 2: top-K of
                 each table), scored ``cosine + 1``. One kind may be given as a string.
             min_score: drop hits whose :attr:`Hit.relevance` (in [0, 1], the
-                same measure in every mode) is below this; ``None`` uses
-                :attr:`min_relevance` (``Config.min_relevance``; 0.3 with the
-                default MiniLM: an unrelated question gets no hits, 0 with
-                other embedders), ``0`` keeps every hit. Hits are ranked first and
-                cut after, so fewer than ``k`` may come back.
+                same measure in every mode) is below this; ``0`` keeps every
+                hit. ``None`` applies the default cutoff: nothing unless the
+                best hit reaches :attr:`min_relevance` (``Config.min_relevance``;
+                0.275 with the default MiniLM, so an unrelated question gets no
+                hits; 0 with other embedders), then every hit that reaches it
+                or ``Config.relative_relevance`` (0.5) × the best hit's. Hits
+                are ranked first and cut after, so fewer than ``k`` may come back.
 
         Returns:
             Hits, best first (per kind); empty when the scope holds nothing relevant.
@@ -572,6 +574,8 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         if idx is None or q is None:
             return []
         rel = self._hit_relevance(idx, q, ranked)
+        if min_score is None:
+            floor = self._default_floor(rel.values(), floor)
         details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
         hits = []
         for rk in ranked:
@@ -607,6 +611,13 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
             )
         return hits
 
+    def _default_floor(self, relevances: Iterable[float], floor: float) -> float:
+        """The default cutoff for one query: ``floor`` (``Config.min_relevance``) unless the best hit reaches it;
+        then also ``Config.relative_relevance`` × the best hit's relevance, whichever is lower."""
+        best = max(relevances, default=0.0)
+        share = self.config.relative_relevance
+        return min(floor, share * best) if share and floor and best >= floor else floor
+
     def _hit_relevance(self, idx: ScopeIndex, q: np.ndarray, ranked: list[Ranked]) -> dict[int, float]:
         """:attr:`Hit.relevance` of every turn row of ``ranked``: the one a mode read off its own exact scan
         (:attr:`Ranked.relevance`), else computed for those rows (:meth:`_relevance`)."""
@@ -614,6 +625,13 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         rest = [r for rk in ranked for r in rk.rows if r not in known]
         if rest:
             known.update(self._relevance(idx, q, rest))
+        with self._lock, single_thread_blas():  # reads FAISS storage that a concurrent add may reallocate
+            # a reply read as its exchange ("What's the dog's name?" — "Pepper."), then times the turn's
+            # dialogue-act weight: "Thanks!" is relevant to no query, an echo of the query hardly
+            for r, v in exchange_relevance(idx, q, known).items():
+                known[r] = max(known[r], v)
+            for r, w in act_weights(idx, known, self.config.hybrid, q).items():
+                known[r] *= w
         return known
 
     def _relevance(self, idx: ScopeIndex, q: np.ndarray, rows: list[int]) -> dict[int, float]:
@@ -698,6 +716,8 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         if idx is None or q is None or not ranked:
             return "", []
         rel = self._hit_relevance(idx, q, ranked)
+        if min_score is None:
+            floor = self._default_floor(rel.values(), floor)
         rows: list[int] = []
         for rk in ranked:
             for r in rk.rows:

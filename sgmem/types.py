@@ -72,14 +72,18 @@ class Hit:
             :meth:`sgmem.Memory.history`; ``None`` for raw turns and chunks.
         relevance: how close the hit is to the query, in [0, 1], the same
             measure in every mode: for turns, the mean of the query's dense
-            cosine to the turn's best sentence and to the whole turn (the best
-            turn of a chunk), for generated memory its cosine; clipped to [0, 1]
-            (:func:`sgmem.retrieval.search.turn_relevance`). ``min_score`` of
+            cosine to the turn's best sentence and to the whole turn (a reply
+            to a question is also read with that question, as the exchange,
+            and the larger value kept: "What's the dog's name?" — "Pepper."),
+            times the turn's dialogue-act weight (``HybridConfig``: 1 for a
+            statement, less for a question or "I'm not sure.", 0 for filler
+            such as "Thanks!"); a chunk takes its best turn, generated memory
+            its own cosine; clipped to [0, 1]. The default cutoff of
             :meth:`sgmem.Memory.search` and :meth:`sgmem.Memory.context`
-            drops hits below it; the default, :attr:`sgmem.Memory.min_relevance`
-            (``Config.min_relevance``), is 0.3 with the default MiniLM embedder
-            (calibrated for it) and 0 with other embedders. Roughly: below 0.2
-            unrelated, 0.3–0.4 on topic, above 0.5 a close paraphrase.
+            (``Config.min_relevance``, 0.275 with the default MiniLM embedder,
+            0 with other embedders, plus a rule relative to the best hit)
+            drops hits below it. Roughly: below 0.2 unrelated, 0.3–0.4 on
+            topic, above 0.5 a close paraphrase.
     """
 
     text: str

@@ -72,6 +72,8 @@ class Question:
     question: str
     category: int
     evidence: list[str]
+    #: the reference answer (categories 1–4), or None
+    answer: str | None = None
 
 
 @dataclass
@@ -138,7 +140,13 @@ def load_locomo(path: str | Path, limit: int | None = None) -> list[Conversation
                 )
             sessions.append((key, at, msgs))
         questions = [
-            Question(q["question"], int(q["category"]), _evidence(q.get("evidence", []))) for q in sample["qa"]
+            Question(
+                q["question"],
+                int(q["category"]),
+                _evidence(q.get("evidence", [])),
+                str(q["answer"]) if q.get("answer") not in (None, "") else None,
+            )
+            for q in sample["qa"]
         ]
         convs.append(Conversation(sample["sample_id"], sessions, [q for q in questions if q.evidence]))
     return convs

@@ -150,6 +150,8 @@ class ScopeIndex:
         self._np_cache: dict[str, np.ndarray] = {}
         self._turn_norms: np.ndarray | None = None
         self._vec_view: tuple[tuple[int, int], np.ndarray] | None = None
+        # sentence ids and their dialogue acts, classified lazily (sentence_acts)
+        self._acts: tuple[np.ndarray, np.ndarray] = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int8))
 
     # ---------------------------------------------------------------- views
     @property
@@ -260,6 +262,34 @@ class ScopeIndex:
         ids = [int(i) for i in self._sent_ids.view()[np.asarray(rows, dtype=np.int64)]]
         got = self._store.sentence_texts(ids) if self._store is not None else {}
         return [got.get(i, "") for i in ids]
+
+    def sentence_acts(self) -> np.ndarray:
+        """Each sentence row's dialogue act (:mod:`sgmem.text.acts`), int8, read-only.
+
+        Classified from the texts once per sentence and kept as rows are
+        appended (an add classifies its own sentences at the next query); the
+        kept prefix is checked against the sentence ids, so a rebuilt or
+        rewritten index is classified anew. An index with no store (no texts)
+        has only statements.
+        """
+        n = self.n_sentences
+        ids, acts = self._acts
+        m = len(acts)
+        sids = self._sent_ids.view()
+        if m > n or (m and not np.array_equal(ids, sids[:m])):
+            m = 0
+        if m == n:
+            return acts if m == len(acts) else acts[:n]
+        if self._store is None:
+            new = np.zeros(n - m, dtype=np.int8)
+        else:
+            from ..text.acts import acts_of
+
+            new = acts_of(self.sentence_texts(range(m, n)))
+        acts = np.concatenate([acts[:m], new])
+        acts.flags.writeable = False
+        self._acts = (sids[:n].copy(), acts)  # one assignment: a concurrent reader sees the old or the new pair
+        return acts
 
     def term_rows(self, term: str) -> np.ndarray | None:
         tid = self._vocab.get(term)
@@ -434,6 +464,7 @@ class ScopeIndex:
         total += sum(a.nbytes for a in self._np_cache.values() if a.base is None)
         if self._turn_norms is not None:
             total += self._turn_norms.nbytes
+        total += self._acts[0].nbytes + self._acts[1].nbytes
         if self.ann is not None:
             total += int(self.ann.nbytes())
         kw = self.keywords

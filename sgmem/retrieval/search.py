@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,16 +21,19 @@ from ..config import Config
 from ..entities import retrieve as entity_retrieval
 from ..pyramid import retrieve as pyramid
 from ..text.dates import query_windows
+from ..text.acts import FILLER, QUESTION
 from ..text.lexical import analyze
 from . import speakers, units
 from .dense import (
     Approx,
     TurnDense,
+    _relevance,
     ann_cosines,
     approx_from_rows,
     scan_device,
     scan_pool,
     scan_threads,
+    score_rows,
     start_scan,
     turn_relevance,
 )
@@ -40,7 +43,7 @@ from .index import ScopeIndex, idf
 from .server import server_candidates, server_finds
 from .topk import top_k
 
-__all__ = ["Ranked", "Retriever", "turn_relevance"]
+__all__ = ["Ranked", "Retriever", "act_weights", "exchange_relevance", "turn_relevance"]
 
 #: [D] a hybrid query cuts its scan into this many parts per scan thread. A pool thread that finishes its
 #: part takes the next unclaimed one, so the part left for the calling thread (which first computes the
@@ -48,6 +51,10 @@ __all__ = ["Ranked", "Retriever", "turn_relevance"]
 #: share the work when it joins, but every part takes the GIL a few times: on a 16-core host, 4 parts per
 #: thread made the hybrid slower than no overlap at all (benchmarks/RESULTS.md, host probe)
 SCAN_PARTS_PER_THREAD = 1
+
+#: what a turn of filler alone loses in the hybrid's fused score: more than any score differs between turns,
+#: so it ranks after every turn with content, in its own order (never dropped: k turns come back)
+FILLER_DROP = 1e6
 
 
 @dataclass
@@ -106,11 +113,20 @@ class Retriever:
         return not server_finds(idx)
 
     @staticmethod
-    def _graph_sim(idx: ScopeIndex, q: np.ndarray, sim: np.ndarray, approx: Approx | None, exp: Any) -> None:
-        """Under the approximate index, give the sentences the expansion reached their exact ``sim``."""
+    def _graph_sim(
+        idx: ScopeIndex,
+        q: np.ndarray,
+        sim: np.ndarray,
+        approx: Approx | None,
+        exp: Any,
+        weights: np.ndarray | None = None,
+    ) -> None:
+        """Under the approximate index, give the sentences the expansion reached their exact ``sim``
+        (times their dialogue-act ``weights``, when the caller weighs the cosines)."""
         if approx is not None:
             done = approx.complete(idx, q, exp.rows)
-            sim[done] = approx.cos[done].astype(np.float64) + EPSILON
+            c = approx.cos[done].astype(np.float64)
+            sim[done] = (c * weights[done] if weights is not None else c) + EPSILON
 
     @staticmethod
     def turn_cosines(idx: ScopeIndex, q: np.ndarray) -> np.ndarray:
@@ -356,7 +372,7 @@ class Retriever:
         if allowed is not None:
             best[~allowed] = -np.inf
         top = [int(r) for r in _top(best, k)]
-        srows = d.best_rows(top)
+        srows = _Acts.content_rows(idx, d, top)  # (the why's sentence: never filler where the turn has content)
         texts = idx.sent_text.many([s for s in srows if s >= 0])
         text_of = dict(zip([s for s in srows if s >= 0], texts, strict=True))
         return [
@@ -490,6 +506,10 @@ class Retriever:
                 else None
             )
             d, approx = self._dense_turns(idx, q, lex_turns)  # one scan of the sentence vectors
+        # dialogue acts (sgmem.text.acts): questions, non-answers and filler weigh less than statements in
+        # every channel of their turn; ``d`` keeps the raw cosines for Hit.relevance and the reply channel
+        acts = _Acts(idx, h, d.cos)
+        d_raw, d = d, acts.weighted(d)
         cos = d.cos  # every dense channel reduces this one scan
         seeds = None  # the graph seeds' selection, on a scan thread while this one works on the other channels
         if h.w_graph > 0 and cos.size and allowed is None and threads > 1:
@@ -514,7 +534,7 @@ class Retriever:
             sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None else None
             part = seeds.result() if seeds is not None else None
             exp = expand(idx, sim, self.config.graph, sent_allowed, cos, part)
-            self._graph_sim(idx, q, sim, approx, exp)
+            self._graph_sim(idx, q, sim, approx, exp, acts.sent_w)
             g_turns, means = turn_means(idx, sim, exp)
             s_graph[g_turns] = means - EPSILON
         # entity channel: turns mentioning an entity of a type the query names (LightGMEM, sgmem.entities)
@@ -534,13 +554,19 @@ class Retriever:
         total += h.w_turn * s_turn
         if h.neighbour_dense:
             total += h.neighbour_dense * _neighbour_max(s_sent, prev, nxt, 0.0, idx)
-        total += h.w_lexical * s_lex
+        total += h.w_lexical * (s_lex * acts.turn_w if acts.active else s_lex)
         total[g_turns] += h.w_graph * s_graph[g_turns]
         p_turns = np.flatnonzero(s_pyr) if pyr_out is not None else np.zeros(0, dtype=np.intp)
+        if acts.active:
+            s_pyr *= acts.turn_w
+            s_ent = s_ent * acts.turn_w
+            prior = prior * (acts.turn_w > 0)
         total[p_turns] += h.w_pyramid * s_pyr[p_turns]
         if h.w_entity > 0 and entities is not None:
             total += h.w_entity * s_ent
         total += prior
+        if acts.active:
+            total += acts.reply_channel(d_raw.cos, h.reply_weight)
         date_bonus: np.ndarray | None = None
         windows = query_windows(query, h.date_slack_days) if (h.date_day_bonus or h.date_month_bonus) else []
         if windows:
@@ -557,14 +583,16 @@ class Retriever:
             total = total + h.propagation * _neighbour_max(total, prev, nxt, 0.0, idx)
         if h.session_weight:
             total = total + h.session_weight * _group_max(idx, total, "session_codes")
+        if acts.active:  # a turn of filler alone comes after every turn with content (in the same order)
+            total = np.where(acts.turn_w > 0, total, total - FILLER_DROP)
         # everything below concerns the k hits only
         top = [int(r) for r in _top(total, k)]
-        srows = d.best_rows(top)
+        srows = acts.best_rows(d, top)
         hops = hop_origins(idx, exp, top) if exp is not None else {}
         want = [s for s in srows if s >= 0] + [o for hop, o in hops.values() if hop]
         text_of = dict(zip(want, idx.sent_text.many(want), strict=True))
         qset = set(terms)
-        rel = d.relevance(top) if approx is None else [None] * len(top)  # (partly scored turns: the facade's)
+        rel = d_raw.relevance(top) if approx is None else [None] * len(top)  # (partly scored turns: the facade's)
         out = []
         for r, s, r_rel in zip(top, srows, rel, strict=True):
             why: dict[str, Any] = {
@@ -592,6 +620,156 @@ class Retriever:
                 why["graph"] = {"hop": hop, **({"via_seed": text_of[origin]} if hop else {})}
             out.append(Ranked("turn", [r], float(total[r]), why, r_rel))
         return out
+
+
+class _Acts:
+    """The dialogue acts of one query's sentences as ranking weights (:mod:`sgmem.text.acts`,
+    ``HybridConfig.question_weight`` / ``non_answer_weight`` / ``reply_weight``).
+
+    ``sent_w``: each sentence's weight (statement 1, question, non-answer,
+    filler 1 (a turn of filler alone is set apart by ``turn_w``); a question whose cosine to the query is at least ``echo_cosine``
+    is an echo of it and weighs ``echo_weight``); ``turn_w``: each turn's best sentence weight (0: filler alone,
+    or no sentence). ``active`` is False when every sentence is a statement
+    (nothing to weigh: the channels are used as they are).
+    """
+
+    __slots__ = ("idx", "acts", "sent_w", "turn_w", "active")
+
+    def __init__(self, idx: ScopeIndex, h: Any, cos: np.ndarray) -> None:
+        self.idx = idx
+        self.acts = idx.sentence_acts() if cos.size else np.zeros(0, dtype=np.int8)
+        self.active = bool(self.acts.size and self.acts.any())
+        self.sent_w = self.turn_w = None  # type: ignore[assignment]
+        if self.active:
+            # filler counts as it is inside a turn with content (its cosines change little there, and leaving them
+            # out of a whole-turn cosine would skew it); a turn of filler alone gets turn weight 0
+            table = np.array([1.0, h.question_weight, h.non_answer_weight, 1.0], dtype=np.float32)
+            self.sent_w = table[self.acts]
+            # a stored question (nearly) the query itself: the query asked before, no evidence of its own
+            echo = (self.acts == QUESTION) & (cos >= h.echo_cosine)
+            if echo.any():
+                self.sent_w[echo] = h.echo_weight
+            self.turn_w = np.zeros(idx.n_turns, dtype=np.float64)
+            starts = idx.array("sent_starts")
+            content_w = np.where(self.acts == FILLER, np.float32(0.0), self.sent_w)
+            self.turn_w[idx.array("sent_turns")] = np.maximum.reduceat(content_w, starts)
+
+    def weighted(self, d: TurnDense) -> TurnDense:
+        """``d`` with each sentence cosine times its act weight (a new scan's worth of reductions)."""
+        if not self.active:
+            return d
+        return TurnDense(self.idx, d.cos * self.sent_w)
+
+    def best_rows(self, d: TurnDense, turns: Sequence[int]) -> list[int]:
+        """Each turn's best sentence by ``d``; never filler (-1 for a turn of filler alone)."""
+        rows = d.best_rows(turns)
+        if not self.active:
+            return rows
+        return [self._content_row(d.cos, t, r) for t, r in zip(turns, rows, strict=True)]
+
+    def _content_row(self, cos: np.ndarray, turn: int, row: int) -> int:
+        if row < 0 or self.acts[row] != FILLER:
+            return row
+        first = self.idx.array("turn_first")
+        lo, hi = int(first[turn]), int(first[turn + 1])
+        keep = np.flatnonzero(self.acts[lo:hi] != FILLER)
+        return lo + int(keep[np.argmax(cos[lo:hi][keep])]) if keep.size else -1  # (filler alone: no sentence)
+
+    @staticmethod
+    def content_rows(idx: ScopeIndex, d: TurnDense, turns: Sequence[int]) -> list[int]:
+        """:meth:`best_rows` by the raw cosines (modes that rank without the act weights)."""
+        acts = _Acts.__new__(_Acts)
+        acts.idx = idx
+        acts.acts = idx.sentence_acts() if d.cos.size else np.zeros(0, dtype=np.int8)
+        acts.active = bool(acts.acts.size and (acts.acts == FILLER).any())
+        return acts.best_rows(d, turns)
+
+    def reply_channel(self, cos: np.ndarray, weight: float) -> np.ndarray:
+        """The exchange a stored question opens: the turn replying to a question (the next turn of its
+        thread, by another speaker) gains ``weight`` × the question's best sentence cosine (``cos``, raw) ×
+        the reply's own turn weight (an informative answer gains, "I'm not sure." hardly, filler not)."""
+        idx, n = self.idx, self.idx.n_turns
+        out = np.zeros(n)
+        if not weight:
+            return out
+        is_q = self.acts == QUESTION
+        if not is_q.any():
+            return out
+        q_cos = np.where(is_q, cos.astype(np.float64), -np.inf)
+        q_best = np.full(n, -np.inf)
+        q_best[idx.array("sent_turns")] = np.maximum.reduceat(q_cos, idx.array("sent_starts"))
+        nxt = idx.array("next_row")
+        asked = np.flatnonzero(np.isfinite(q_best) & (nxt >= 0))
+        if not asked.size:
+            return out
+        reply = nxt[asked]
+        spk = idx.array("speakers")
+        other = spk[reply] != spk[asked]
+        asked, reply = asked[other], reply[other]
+        np.maximum.at(out, reply, weight * np.maximum(q_best[asked], 0.0) * self.turn_w[reply])
+        return out
+
+
+def act_weights(idx: ScopeIndex, rows: Iterable[int], h: Any, q: np.ndarray) -> dict[int, float]:
+    """The dialogue-act weight of each turn of ``rows`` that is not 1, as the hybrid weighs it for the query
+    vector ``q`` (``HybridConfig`` ``h``: the turn's best sentence weight, echoes of the query included; 0 for
+    filler alone). :attr:`sgmem.Hit.relevance` is the dense relevance times it."""
+    rows = list(rows)
+    if not rows or not idx.n_sentences:
+        return {}
+    acts = idx.sentence_acts()
+    if not acts.any():
+        return {}
+    table = np.array([1.0, h.question_weight, h.non_answer_weight, 0.0])
+    first = idx.array("turn_first")
+    out = {}
+    for r in rows:
+        lo, hi = int(first[r]), int(first[r + 1])
+        if hi <= lo:
+            continue
+        a = acts[lo:hi]
+        w = table[a]
+        asks = np.flatnonzero(a == QUESTION)
+        if asks.size:  # echoes of the query (see _Acts)
+            cos = score_rows(idx, q, lo + asks)
+            w[asks[cos >= h.echo_cosine]] = h.echo_weight
+        best = float(w.max())
+        if best != 1.0:
+            out[r] = best
+    return out
+
+
+def exchange_relevance(idx: ScopeIndex, q: np.ndarray, rows: Iterable[int]) -> dict[int, float]:
+    """[D] The relevance of each turn of ``rows`` that replies to a question, read as that exchange.
+
+    A reply's meaning is often the exchange's ("And what's the dog's name?" —
+    "Pepper."): its relevance is also measured over the question's sentences
+    and its own together (best sentence and whole exchange, as
+    :func:`.dense.turn_relevance` measures a turn), and the larger value is
+    kept. A reply is the next turn of the thread by another speaker after a
+    turn with a question (:mod:`sgmem.text.acts`).
+    """
+    out: dict[int, float] = {}
+    rows = list(rows)
+    if not rows or not idx.n_sentences:
+        return out
+    acts = idx.sentence_acts()
+    prev, first = idx.array("prev_row"), idx.array("turn_first")
+    spk = idx.array("speakers")
+    vecs = idx.sentence_vectors()
+    for r in rows:
+        p = int(prev[r])
+        if p < 0 or spk[p] == spk[r]:
+            continue
+        plo, phi, lo, hi = int(first[p]), int(first[p + 1]), int(first[r]), int(first[r + 1])
+        if hi <= lo or not (acts[plo:phi] == QUESTION).any():
+            continue
+        sel = np.r_[plo:phi, lo:hi]
+        cos = score_rows(idx, q, sel).astype(np.float64)
+        norm = float(np.linalg.norm(vecs[sel].sum(axis=0, dtype=np.float64)))
+        whole = float(cos.sum() / norm) if norm > 0 else 0.0
+        out[r] = float(_relevance(np.array([cos.max()]), np.array([whole]))[0])
+    return out
 
 
 def _neighbour_max(

@@ -201,6 +201,7 @@ def test_one_command_writes_results_and_plots(locomo_file: Path, tmp_path: Path,
     headings = (
         "## Summary",
         "## Quality",
+        "## Quality inside a chat",
         "## Speed and scale",
         "## Write cost",
         "## Novelty gate",

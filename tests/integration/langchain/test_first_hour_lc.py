@@ -30,11 +30,12 @@ def filled(default_memory: sgmem.Memory) -> sgmem.Memory:
 
 # ------------------------------------------------------------------ min_score per adapter
 def test_retriever_min_score(filled: sgmem.Memory) -> None:
-    assert SGMemRetriever(memory=filled, scope="alice").invoke(UNRELATED) == []
-    loose = SGMemRetriever(memory=filled, scope="alice", min_score=0).invoke(UNRELATED)
+    # a retriever returns k documents unless a threshold is asked for (LangChain's convention)
+    loose = SGMemRetriever(memory=filled, scope="alice").invoke(UNRELATED)
     assert len(loose) == 2 and all(0 <= d.metadata["relevance"] <= 1 for d in loose)
+    assert SGMemRetriever(memory=filled, scope="alice", min_score=filled.min_relevance).invoke(UNRELATED) == []
     assert SGMemRetriever(memory=filled, scope="alice", min_score=0.99).invoke(RELATED) == []
-    assert SGMemRetriever(memory=filled, scope="alice").invoke(UNRELATED, min_score=0)  # per call
+    assert SGMemRetriever(memory=filled, scope="alice").invoke(UNRELATED, min_score=0.3) == []  # per call
 
 
 def test_retriever_honours_search_kwargs_and_score_threshold(filled: sgmem.Memory) -> None:

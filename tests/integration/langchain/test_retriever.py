@@ -68,6 +68,23 @@ def test_k_in_constructor_and_per_call(filled: sgmem.Memory) -> None:
     assert len(retriever.batch(["cat", "marathon"], k=1)[1]) == 1
 
 
+def test_k_documents_come_back_unless_a_threshold_is_asked_for(filled: sgmem.Memory) -> None:
+    # LangChain's retriever convention (VectorStoreRetriever): k results; a threshold only when asked for
+    unrelated = "How do I bleed the air out of hydraulic brake lines?"
+    assert len(SGMemRetriever(memory=filled, scope="alice", k=3).invoke(unrelated)) == 3
+    assert filled.search(unrelated, scope="alice", k=3) == []  # Memory.search keeps its calibrated cutoff
+    cut = SGMemRetriever(memory=filled, scope="alice", k=3, min_score=filled.min_relevance)
+    assert cut.invoke(unrelated) == []
+    by_kwargs = SGMemRetriever(memory=filled, scope="alice", search_kwargs={"k": 3, "score_threshold": 0.3})
+    assert by_kwargs.invoke(unrelated) == []
+    assert SGMemRetriever(memory=filled, scope="alice", k=3).invoke(unrelated, score_threshold=0.3) == []
+    # the docstring's own example: a short answer survives a threshold a user would pick
+    docs = SGMemRetriever(memory=filled, scope="alice", search_kwargs={"k": 2, "score_threshold": 0.2}).invoke(
+        "How far do I run each week?"
+    )
+    assert docs and "sixty kilometres" in docs[0].page_content
+
+
 def test_threads_and_time_filters(filled: sgmem.Memory) -> None:
     # min_score=0: the filters alone decide (no cat is mentioned in chat-2)
     by_thread = SGMemRetriever(memory=filled, scope="alice", threads=["chat-2"], k=10, min_score=0).invoke("cat")
@@ -134,3 +151,15 @@ class TestSGMemRetrieverStandard(RetrieversIntegrationTests):
     @property
     def retriever_query_example(self) -> str:
         return "What does Alice's cat like to eat?"
+
+
+class TestSGMemRetrieverStandardDefaults(TestSGMemRetrieverStandard):
+    """The same suite on ``sgmem.Memory()`` exactly as a user makes it: the default embedder and config."""
+
+    @pytest.fixture(autouse=True)
+    def _memory(self, embedder: sgmem.Embedder) -> Iterator[None]:  # (the fixture loads the shared model once)
+        with sgmem.Memory() as mem:
+            assert mem.embedder.name == embedder.name and mem.min_relevance > 0  # the calibrated cutoff is on
+            mem.add(CAT + RUN, scope="alice", thread="chat-1", at=DAY1)
+            self.mem = mem
+            yield

@@ -31,9 +31,10 @@ def filled(default_memory: sgmem.Memory) -> sgmem.Memory:
 
 # ------------------------------------------------------------------ min_score per adapter
 def test_retriever_min_score(filled: sgmem.Memory) -> None:
-    assert SGMemRetriever(filled, "alice").retrieve(UNRELATED) == []
-    loose = SGMemRetriever(filled, "alice", min_score=0).retrieve(UNRELATED)
+    # a retriever returns similarity_top_k nodes unless a threshold is asked for (LlamaIndex's convention)
+    loose = SGMemRetriever(filled, "alice").retrieve(UNRELATED)
     assert len(loose) == 2 and all(0 <= n.node.metadata["relevance"] <= 1 for n in loose)
+    assert SGMemRetriever(filled, "alice", min_score=filled.min_relevance).retrieve(UNRELATED) == []
     assert SGMemRetriever(filled, "alice", min_score=0.99).retrieve(RELATED) == []
     with pytest.raises(sgmem.InvalidInputError, match="min_score"):
         SGMemRetriever(filled, "alice", min_score=-1)

@@ -113,3 +113,18 @@ def test_bad_arguments_are_clear_errors(memory: sgmem.Memory, kwargs: dict, fiel
 def test_blank_query_is_a_clear_error(alice: sgmem.Memory) -> None:
     with pytest.raises(sgmem.InvalidInputError, match="query"):
         SGMemRetriever(memory=alice, scope="alice").retrieve("   ")
+
+
+def test_top_k_nodes_come_back_unless_a_threshold_is_asked_for(embedder: sgmem.Embedder) -> None:
+    # LlamaIndex's retriever convention: similarity_top_k nodes; a relevance cutoff only when asked for
+    unrelated = "How do I bleed the air out of hydraulic brake lines?"
+    with sgmem.Memory(embedder=embedder) as mem:  # the default config: Memory.search's cutoff is on
+        mem.add(CAT + RUN, scope="alice", thread="chat-1", at=MONDAY)
+        assert mem.search(unrelated, scope="alice") == []
+        assert len(SGMemRetriever(memory=mem, scope="alice", similarity_top_k=3).retrieve(unrelated)) == 3
+        assert len(SGMemRetriever(memory=mem, scope="alice", k=2).retrieve(unrelated)) == 2
+        assert SGMemRetriever(memory=mem, scope="alice", similarity_top_k=3).similarity_top_k == 3
+        cut = SGMemRetriever(memory=mem, scope="alice", similarity_top_k=3, min_score=mem.min_relevance)
+        assert cut.retrieve(unrelated) == []
+        with pytest.raises(sgmem.InvalidInputError, match="k or similarity_top_k"):
+            SGMemRetriever(memory=mem, scope="alice", k=2, similarity_top_k=3)
