@@ -82,7 +82,7 @@ def test_k_documents_come_back_unless_a_threshold_is_asked_for(filled: sgmem.Mem
     docs = SGMemRetriever(memory=filled, scope="alice", search_kwargs={"k": 2, "score_threshold": 0.2}).invoke(
         "How far do I run each week?"
     )
-    assert docs and "sixty kilometres" in docs[0].page_content
+    assert any("sixty kilometres" in d.page_content for d in docs)
 
 
 def test_threads_and_time_filters(filled: sgmem.Memory) -> None:
