@@ -236,13 +236,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         default = MIN_RELEVANCE.get(embedder.name, 0.0)
         sweep = sweep_cutoffs(load_locomo(args.file, args.limit), embedder, progress=lambda s: print(s, file=sys.stderr))
-        if isinstance(embedder, CachingEmbedder):
-            embedder.save()
-        report = render_cutoffs(sweep, default, Config().relative_relevance)
-        print(report)
-        if args.out:
-            Path(args.out).write_text(report + "\n", encoding="utf-8")
-        return 0
+        return _report_eval(args, embedder, render_cutoffs(sweep, default, Config().relative_relevance))
     if args.chat:
         from .eval.chat import evaluate_chat, render_chat
         from .eval.locomo import load_locomo
@@ -250,13 +244,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         res = evaluate_chat(
             load_locomo(args.file, args.limit), embedder, progress=lambda s: print(s, file=sys.stderr)
         )
-        if isinstance(embedder, CachingEmbedder):
-            embedder.save()
-        report = render_chat(res)
-        print(report)
-        if args.out:
-            Path(args.out).write_text(report + "\n", encoding="utf-8")
-        return 0
+        return _report_eval(args, embedder, render_chat(res))
     if args.loo:
         report = _loo_report(args, embedder)
         print(report)
@@ -304,9 +292,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         relevance=DEFAULT_GRID if args.relevance else (),
         progress=lambda s: print(s, file=sys.stderr),
     )
+    return _report_eval(args, embedder, render_report(rep))
+
+
+def _report_eval(args: argparse.Namespace, embedder: Any, report: str) -> int:
+    """Keep the embedding cache, print an evaluation's report and write it to ``--out``."""
+    from .eval import CachingEmbedder
+
     if isinstance(embedder, CachingEmbedder):
         embedder.save()
-    report = render_report(rep)
     print(report)
     if args.out:
         Path(args.out).write_text(report + "\n", encoding="utf-8")
