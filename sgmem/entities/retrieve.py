@@ -19,9 +19,10 @@ game; :func:`sgmem.entities.extract.query_categories`). A turn's graph score
 
 - (``entity`` mode) entity profiles are documents too (eq. 15; Table 7): each
   entity's profile (the LLM's deferred one, or extractive: its latest mention
-  sentences) is scored by eq. 15 against the query, and the latest
-  ``profile_episodes`` turns of the ``profile_context`` best gain
-  ``profile_share`` times the profile's score, the profile in their ``why``.
+  sentences; the speakers' own are left out) is scored by eq. 15 against the
+  query, and the ``profile_episodes`` turns of each of the ``profile_context``
+  best that are closest to the query gain ``profile_share`` times the
+  profile's score, the profile in their ``why``.
 
 The hybrid channel is the type term alone (a query naming no category leaves
 the hybrid unchanged). ``mode="entity"`` ranks the anchored, typed and
@@ -173,11 +174,15 @@ def graph_scores(
                     "community", {"name": comm.name, "summary": comm.summary, "score": round(score, 4)}
                 )
     if q is not None and tools.cfg.profile_context > 0:
+        tv: np.ndarray | None = None
         for eid, score, text, kind in profile_scores(tools, idx, eq, q, near):
-            for mid in ei.episodes.get(eid, [])[-tools.cfg.profile_episodes :]:
-                r = idx.msg_row(mid)
-                if r is None:
-                    continue
+            rows = [r for r in (idx.msg_row(m) for m in ei.episodes.get(eid, [])) if r is not None]
+            if len(rows) > tools.cfg.profile_episodes:
+                # [D] the supporting turns closest to the query (Table 7 keeps 12; which 12 is not said)
+                tv = idx.turn_vectors() if tv is None else tv
+                order = np.argsort(-(tv[rows] @ np.asarray(q, dtype=np.float32).ravel()), kind="stable")
+                rows = [rows[i] for i in order[: tools.cfg.profile_episodes]]
+            for r in rows:
                 s[r] += tools.cfg.profile_share * max(score, 0.0)
                 cand[r] = True
                 why.setdefault(r, {}).setdefault(
@@ -252,8 +257,10 @@ def profile_scores(
     qterms = set(analyze(eq.text))
     scored: list[tuple[int, float, str, str]] = []
     qv = np.asarray(q, dtype=np.float32).ravel()
+    # [D] the conversation's speakers are in every turn: their profiles would lift turns by recency alone
+    speakers = {m.entity_id for ms in ei.by_message.values() for m in ms if m.start < 0}
     for eid, row in list(ei.entities.items()):
-        if row.type in ("date", "number") or not ei.episodes.get(eid):
+        if row.type in ("date", "number") or eid in speakers or not ei.episodes.get(eid):
             continue
         text, vec, kind = entity_profile(tools, idx, eid)
         if vec is None:

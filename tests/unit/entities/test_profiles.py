@@ -18,7 +18,8 @@ T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
 
 ENTITY_ONLY = sgmem.Config(
     min_relevance=0.0,
-    entities=sgmem.EntityConfig(enabled=True, profile_batch=1, profile_min=1),  # a profile from the 2nd episode
+    # profiles read at query time (Table 7: 5 kept; off by default); a profile from the 2nd episode
+    entities=sgmem.EntityConfig(enabled=True, profile_context=5, profile_batch=1, profile_min=1),
     pyramid=sgmem.PyramidConfig(llm_keywords=False),
     derived=dataclasses.replace(sgmem.DerivedConfig(), facts=False, summaries=False, insights="off"),
 )
@@ -90,7 +91,11 @@ def test_what_the_llm_wrote_decides_which_profile_is_found(embedder: sgmem.Embed
 
 
 def test_without_an_llm_the_extractive_profile_is_scored(embedder: sgmem.Embedder) -> None:
-    turns = ["Biscuit is my golden retriever.", "Biscuit chewed the sofa again.", "The sofa cushions need washing."]
+    turns = [
+        "Our Biscuit is a golden retriever.",
+        "Yesterday Biscuit chewed the sofa again.",
+        "The sofa cushions need washing.",
+    ]
     with sgmem.Memory(embedder=embedder, config=ENTITY_ONLY) as mem:
         for i, text in enumerate(turns):
             mem.add(
@@ -101,7 +106,7 @@ def test_without_an_llm_the_extractive_profile_is_scored(embedder: sgmem.Embedde
             )
         hits = mem.search("What did the golden retriever chew?", scope="s", k=3, mode="entity")
     why = {h.message_ids[0]: h.why.get("entity", {}).get("profile") for h in hits}
-    assert why["x1"] is not None and why["x1"]["kind"] == "extractive"
+    assert why["x1"] is not None and why["x1"]["kind"] == "extractive" and why["x1"]["entity"] == "Biscuit"
     assert "golden retriever" in why["x1"]["text"]
     assert [h.message_ids[0] for h in hits][:2] in (["x0", "x1"], ["x1", "x0"])  # above the sofa distractor
 
