@@ -235,15 +235,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         from .eval.locomo import load_locomo
 
         default = MIN_RELEVANCE.get(embedder.name, 0.0)
-        sweep = sweep_cutoffs(load_locomo(args.file, args.limit), embedder, progress=lambda s: print(s, file=sys.stderr))
+        sweep = sweep_cutoffs(
+            load_locomo(args.file, args.limit), embedder, progress=lambda s: print(s, file=sys.stderr)
+        )
         return _report_eval(args, embedder, render_cutoffs(sweep, default, Config().relative_relevance))
     if args.chat:
         from .eval.chat import evaluate_chat, render_chat
         from .eval.locomo import load_locomo
 
-        res = evaluate_chat(
-            load_locomo(args.file, args.limit), embedder, progress=lambda s: print(s, file=sys.stderr)
-        )
+        res = evaluate_chat(load_locomo(args.file, args.limit), embedder, progress=lambda s: print(s, file=sys.stderr))
         return _report_eval(args, embedder, render_chat(res))
     if args.loo:
         report = _loo_report(args, embedder)

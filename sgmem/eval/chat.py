@@ -216,7 +216,8 @@ def evaluate_chat(
         values[cond] = vals
     chosen: dict[str, dict[str, Any]] = {}
     for held in ids:
-        best, best_score = settings[0], -np.inf
+        best: dict[str, Any] = dict(settings[0])
+        best_score = -np.inf
         if len(ids) < 2:
             chosen[held] = best
             continue
@@ -226,9 +227,9 @@ def evaluate_chat(
                 for cond in (c for c in conditions if c in CHOOSE_BY or not set(CHOOSE_BY) & set(conditions))
             )
             if score > best_score + 1e-12:
-                best, best_score = s, score
+                best, best_score = dict(s), score
         chosen[held] = best
-    return ChatResult(k, settings, values, chosen, ids, filler_why)
+    return ChatResult(k, [dict(s) for s in settings], values, chosen, ids, filler_why)
 
 
 class _Memo:
@@ -263,7 +264,9 @@ def render_chat(res: ChatResult) -> str:
         "",
         "| condition | sgmem hybrid (held out) | sgmem, defaults (in-sample) "
         + (f"| sgmem, acts off ({off}) " if off else "")
-        + "| " + " | ".join(baselines) + " | sgmem ÷ best baseline |",
+        + "| "
+        + " | ".join(baselines)
+        + " | sgmem ÷ best baseline |",
         "|---|---|---|" + ("---|" if off else "") + "---|" * len(baselines) + "---|",
     ]
     for cond in conds:
@@ -284,7 +287,8 @@ def render_chat(res: ChatResult) -> str:
     lines += [
         "",
         "Every candidate setting in-sample (all conversations; the folds choose by the mean of "
-        + " and ".join(CHOOSE_BY) + "):",
+        + " and ".join(CHOOSE_BY)
+        + "):",
         "",
         "| setting | " + " | ".join(conds) + " | mean of " + " and ".join(CHOOSE_BY) + " |",
         "|---|" + "---|" * (len(conds) + 1),

@@ -20,8 +20,8 @@ import numpy as np
 from ..config import Config
 from ..entities import retrieve as entity_retrieval
 from ..pyramid import retrieve as pyramid
-from ..text.dates import query_windows
 from ..text.acts import FILLER, QUESTION
+from ..text.dates import query_windows
 from ..text.lexical import analyze
 from . import speakers, units
 from .dense import (
@@ -639,7 +639,8 @@ class _Acts:
         self.idx = idx
         self.acts = idx.sentence_acts() if cos.size else np.zeros(0, dtype=np.int8)
         self.active = bool(self.acts.size and self.acts.any())
-        self.sent_w = self.turn_w = None  # type: ignore[assignment]
+        self.sent_w = np.ones(0, dtype=np.float32)  # (set below when any sentence is not a statement)
+        self.turn_w = np.ones(0, dtype=np.float64)
         if self.active:
             # filler counts as it is inside a turn with content (its cosines change little there, and leaving them
             # out of a whole-turn cosine would skew it); a turn of filler alone gets turn weight 0
