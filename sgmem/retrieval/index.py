@@ -291,6 +291,19 @@ class ScopeIndex:
         self._acts = (sids[:n].copy(), acts)  # one assignment: a concurrent reader sees the old or the new pair
         return acts
 
+    def _extend_acts(self, rows: list[tuple[int, int, int, str]]) -> None:
+        """Classify appended sentences now when their texts came with them (the write path) and every earlier
+        row is classified: the next query then reads no texts back (see :meth:`sentence_acts`)."""
+        ids, acts = self._acts
+        n_before = self.n_sentences - len(rows)
+        if not rows or len(acts) != n_before or not all(r[3] for r in rows):
+            return
+        from ..text.acts import acts_of
+
+        new = np.concatenate([acts, acts_of([r[3] for r in rows])])
+        new.flags.writeable = False
+        self._acts = (self._sent_ids.view()[: self.n_sentences].copy(), new)
+
     def term_rows(self, term: str) -> np.ndarray | None:
         tid = self._vocab.get(term)
         if tid is None:
@@ -554,6 +567,7 @@ class ScopeIndex:
             self._sent_idx.extend([r[2] for r in rows])
         self.adjacency.grow(self.n_sentences)
         self.knn.grow(self.n_sentences)
+        self._extend_acts(rows)
         if linked:
             if self.ann is None or self.ann.storage() is not self.sent_index:
                 raise RuntimeError(
