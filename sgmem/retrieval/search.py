@@ -534,7 +534,7 @@ class Retriever:
             sent_allowed = allowed[idx.array("sent_msg")] if allowed is not None else None
             part = seeds.result() if seeds is not None else None
             exp = expand(idx, sim, self.config.graph, sent_allowed, cos, part)
-            self._graph_sim(idx, q, sim, approx, exp, acts.sent_w)
+            self._graph_sim(idx, q, sim, approx, exp, acts.sent_w if acts.active else None)
             g_turns, means = turn_means(idx, sim, exp)
             s_graph[g_turns] = means - EPSILON
         # entity channel: turns mentioning an entity of a type the query names (LightGMEM, sgmem.entities)
