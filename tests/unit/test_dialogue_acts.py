@@ -167,3 +167,17 @@ def test_the_acts_follow_an_index_rebuilt_from_the_store(tmp_path, embedder: sgm
     with sgmem.Memory(tmp_path / "m", embedder=embedder) as mem:
         hits = mem.search("What is my cat called?", scope="u", k=3, min_score=0)
         assert "nurse in Lyon" in hits[0].text
+
+
+@pytest.mark.parametrize(
+    ("make", "needle"),
+    [
+        (lambda: sgmem.Config(relative_relevance=2), "Config.relative_relevance: received 2"),
+        (lambda: sgmem.Config(relative_relevance="half"), "Config.relative_relevance: received 'half'"),
+        (lambda: sgmem.HybridConfig(question_weight=-1), "HybridConfig.question_weight: received -1"),
+        (lambda: sgmem.HybridConfig(reply_weight=float("nan")), "HybridConfig.reply_weight"),
+    ],
+)
+def test_bad_act_and_cutoff_settings_are_refused(make, needle: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(sgmem.ConfigError, match=needle):
+        make()
