@@ -11,6 +11,7 @@ __all__ = [
     "ENTITY_COMMUNITY",
     "ENTITY_DISAMBIGUATION",
     "ENTITY_PROFILE",
+    "ENTITY_RELATIONS",
     "FACT_EXTRACTION",
     "INSIGHTS",
     "MERGE",
@@ -158,7 +159,8 @@ already known, or to a new one.
 Message ({date}):
 \"\"\"{text}\"\"\"
 
-New mention: {{"name": "{name}", "type": "{type}", "other_names_in_message": {cooccurring}}}
+New mention: {{"name": "{name}", "type": "{type}", "other_names_in_message": {cooccurring}, \
+"relation_neighbours": {related}}}
 
 Known candidates:
 {candidates}
@@ -168,7 +170,8 @@ concept; related but distinct things, or different things with similar names, ar
 Answer with one JSON object only: {{"duplicate_id": <the candidate_id of the same entity, or -1>, \
 "name": "<the most complete name for it>"}}. Use only a candidate_id from the list."""
 
-#: E.2: update an entity's profile from new evidence (deferred, in batches of B episodes).
+#: E.2: update an entity's profile from new evidence (deferred, in batches of B episodes), with the relation
+#: evidence R_r(v) of those messages (eq. 11; with an LLM's relation edges, else "none").
 ENTITY_PROFILE = """You maintain a short profile of one {type} mentioned in a person's conversations.
 
 Entity: {name}
@@ -176,6 +179,8 @@ Current profile: {profile}
 
 New messages that mention it, with their dates:
 {messages}
+
+Relations read from these messages: {relations}
 
 Rewrite the profile in at most three sentences, keeping what the current profile says unless the new \
 messages clearly change it, and adding only what the messages support. Do not guess, and do not give \
@@ -196,3 +201,19 @@ Give the group a short, specific name (3 to 8 words, a noun phrase) and a descri
 on the activities, relationships, roles or themes its entities share, mentioning as many of them as you \
 can. Use only what the messages support; invent nothing.
 Answer with one JSON object only: {{"name": "<the name>", "description": "<the description>"}}."""
+
+#: §3.2.1: direct relations between the entities of each turn of an add (one call per add, in chunks of
+#: ``EntityConfig.relation_batch`` turns). The seed's extractor is GLiNER2 (Table 6); with no such model,
+#: sgmem asks the Memory's LLM. Endpoints the rules did not find may be named if the message says them.
+ENTITY_RELATIONS = """You extract the relations that conversation messages state directly between the people, \
+places, pets, organisations, works, events and things they name.
+
+Messages, each with its id, date, speaker and the names found in it:
+{messages}
+
+For each message, list the relations it states directly, as head, relation, tail: head and tail are \
+copied exactly from the message's names or words (the speaker's name for "I", "me" or "my"), and the \
+relation is a short phrase of 1 to 4 words ("adopted", "sister of", "works at", "moved to"). Leave out \
+what the message does not say, guesses, and relations of a name to itself. A message may have none.
+Answer with one JSON object only: {{"relations": [{{"message": <id>, "head": "<name>", "relation": \
+"<phrase>", "tail": "<name>"}}]}}."""

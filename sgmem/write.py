@@ -358,7 +358,9 @@ def _apply_rows(
     kw_applied = apply_plan(conn, scope_id, msg_ids, p.kw_plan, store.consecutive_ids)
     e = p.ent_plan
     ent_applied = (
-        apply_entities(conn, scope_id, e.new_entities, e.mentions, msg_ids, e.profiles) if e is not None else None
+        apply_entities(conn, scope_id, e.new_entities, e.mentions, msg_ids, e.profiles, e.relations)
+        if e is not None
+        else None
     )
     d_applied = mem._derived.apply(conn, scope_id, p.thread, prep, msg_ids, p.d_plan, p.kw_plan)
     if isinstance(pairs, Future):

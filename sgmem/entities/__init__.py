@@ -2,7 +2,8 @@
 
 Entity mentions per turn (rules + zero-shot typing with the memory's
 embedder), selective disambiguation with conflict lanes, deferred profiles,
-weak co-occurrence edges, Ego-Splitting communities (with an LLM, their deferred summaries), and entity-anchored
+weak co-occurrence edges, relation edges read by an LLM (with one only, :mod:`sgmem.entities.relations`),
+Ego-Splitting communities (with an LLM, their deferred summaries), and entity-anchored
 retrieval (``mode="entity"`` and the hybrid's entity channel).
 """
 

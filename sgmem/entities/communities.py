@@ -80,8 +80,11 @@ class _Graph:
     turns: dict[int, set[int]]  # turn key -> linked entities in it (key < 0: a turn of the add)
 
 
-def _graph_with_add(snap: Any, mentions: Sequence[tuple[Any, ...]]) -> _Graph | None:
-    """The co-occurrence graph with the add's mentions, or None when the add links no two entities."""
+def _graph_with_add(
+    snap: Any, mentions: Sequence[tuple[Any, ...]], relations: Sequence[tuple[int, int, str, int]] = ()
+) -> _Graph | None:
+    """The entity graph ``E_rel ∪ E_weak`` (eq. 12) with the add's mentions and relations, or None when
+    the add links no two entities (a relation between two names of a turn is a co-occurrence too)."""
     new: dict[int, set[int]] = defaultdict(set)
     for eid, mi, _s, _t, _sc, start, _e in mentions:
         if start >= 0:
@@ -90,7 +93,7 @@ def _graph_with_add(snap: Any, mentions: Sequence[tuple[Any, ...]]) -> _Graph | 
     if not new:
         return None
     cooc: dict[int, Counter[int]] = defaultdict(Counter)
-    for u, nbrs in snap.cooccurrence().items():
+    for u, nbrs in snap.entity_graph().items():
         cooc[u].update(nbrs)
     for ents in new.values():
         ids = sorted(ents)
@@ -98,6 +101,10 @@ def _graph_with_add(snap: Any, mentions: Sequence[tuple[Any, ...]]) -> _Graph | 
             for v in ids[i + 1 :]:
                 cooc[u][v] += 1
                 cooc[v][u] += 1
+    for mi, h, _phrase, t in relations:  # explicit evidence, between names of the turn (not its speaker)
+        if h in new.get(-1 - mi, ()) and t in new.get(-1 - mi, ()):
+            cooc[h][t] += 1
+            cooc[t][h] += 1
     turns = {mid: {m.entity_id for m in ms if m.start >= 0} for mid, ms in snap.by_message.items()}
     turns = {k: v for k, v in turns.items() if len(v) >= 2}
     turns.update(new)
@@ -123,6 +130,7 @@ def plan_summaries(
     llm: Any,
     usage: Usage,
     texts: Callable[[list[int]], list[str]] | None,
+    relations: Sequence[tuple[int, int, str, int]] = (),
 ) -> list[CommunityPlan]:
     """The community summaries an add makes due (one LLM call each), deferred by ``community_batch``.
 
@@ -132,10 +140,11 @@ def plan_summaries(
         new_names: the add's new entities, placeholder → (name, type).
         messages: the add's messages.
         texts: stored turn texts by message id.
+        relations: the add's relation edges ``(message index, head, phrase, tail)``.
     """
     if not cfg.community_summaries or llm is None:
         return []
-    g = _graph_with_add(snap, mentions)
+    g = _graph_with_add(snap, mentions, relations)
     if g is None:
         return []
     from .graph import ego_split_communities

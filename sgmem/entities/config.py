@@ -71,8 +71,9 @@ class EntityConfig:
         enabled: extract entities at write time. Off (the default), an add does
             no entity work at all, the hybrid's entity channel does nothing and
             ``mode="entity"`` raises :class:`sgmem.ConfigError`.
-        llm: with an LLM on the Memory, disambiguate (LLM-bound mentions) and
-            build deferred profiles with it (seed §3.2.2–3.2.3); off: rules only.
+        llm: with an LLM on the Memory, disambiguate (LLM-bound mentions),
+            build deferred profiles and extract relations with it (seed
+            §3.2.1–3.2.3); off: rules only.
         type_surface_weight: [D] a mention's type score is
             ``a · cos(surface, type) + (1 − a) · cos(sentence, type)``, ``a``
             this weight: the surface alone types known names ("Chicago"), the
@@ -103,6 +104,34 @@ class EntityConfig:
             ranks the summaries and the turns of the best ones gain
             ``community_share`` (Table 7: community context nodes). Off, or
             without an LLM: no summaries and no calls.
+        relations: with an LLM (and ``llm``), extract relation edges E_rel
+            (seed §3.1, §3.2.1): the LLM reads each added turn with the names
+            the rules found in it and returns ``(head, relation, tail)``
+            triples; an endpoint the rules missed but the turn says ("my
+            puppy biscuit") becomes a mention too (§3.2.1: "relation endpoints
+            omitted by the entity extractor can still be surfaced as candidate
+            mentions"). Cost: **one extra call per add** (per
+            ``relation_batch`` turns of an add), counted in
+            ``AddResult.llm_calls``; output it cannot use is logged, counted
+            in ``llm_fallbacks`` and ignored (the messages are stored all the
+            same). Read by ``mode="entity"`` (see ``relation_bonus``) and by
+            the communities (eq. 12: ``E_ent = E_rel ∪ E_weak``). Without an
+            LLM there are no relation edges: the seed extracts them with a
+            model (GLiNER2, Table 6), never by rule, and sgmem has no rule
+            for them either.
+        relation_batch: [D] turns per relation call (an add of ``n`` turns
+            makes ``ceil(n / relation_batch)`` calls; 16 covers SAGE's adds
+            of 8 in one).
+        relation_bonus: what a turn gains in ``s_graph`` of ``mode="entity"``
+            per relation read from it that matches the query (Table 7:
+            matched-relation bonus, 0.10 per overlapping relation pair): a
+            relation between two query anchors, or [D] between an anchor and
+            another entity when its relation phrase shares a term with the
+            query. Besides, an entity linked to an anchor by a relation is
+            the anchor's neighbour (eq. 12), as a co-occurring one is, and
+            the turns mentioning it gain ``neighbour_share``; unlike
+            co-occurrence, a relation links the turn's speaker ("I adopted
+            Biscuit": Caroline → Biscuit).
         community_min_episodes: supporting episodes (turns mentioning two or
             more of a community's entities) before its first summary (Table 6:
             minimum supporting episodes per community, 2).
@@ -157,6 +186,9 @@ class EntityConfig:
     profile_min: int = 2
     community_min: int = 2
     community_summaries: bool = True
+    relations: bool = True
+    relation_batch: int = 16
+    relation_bonus: float = 0.1
     community_min_episodes: int = 2
     community_batch: int = 15
     community_episodes: int = 12
@@ -174,7 +206,7 @@ class EntityConfig:
     candidates: int = 30
 
     def __post_init__(self) -> None:
-        for name in ("enabled", "llm", "community_summaries"):
+        for name in ("enabled", "llm", "community_summaries", "relations"):
             _check(isinstance(getattr(self, name), bool), name, getattr(self, name), "True or False")
         for name in (
             "type_surface_weight",
@@ -187,6 +219,7 @@ class EntityConfig:
             "community_match",
             "community_share",
             "profile_share",
+            "relation_bonus",
         ):
             v = getattr(self, name)
             _check(_is_number(v) and -1.0 <= v <= 1.0, name, v, "a number in [-1, 1]")
@@ -201,6 +234,7 @@ class EntityConfig:
             "community_context",
             "candidates",
             "profile_episodes",
+            "relation_batch",
         ):
             v = getattr(self, name)
             _check(_is_int(v) and v >= 1, name, v, "an int >= 1")

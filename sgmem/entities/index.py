@@ -3,8 +3,10 @@
 Kept apart from :class:`sgmem.retrieval.index.ScopeIndex` (its own per-scope
 cache, :class:`EntityCache`). Holds the canonical entities, their mentions
 per turn, the weak co-occurrence edges (seed §3.2.1: ``a(u, v)`` = turns in
-which both occur) and, computed on first use, the overlapping communities by
-Ego-Splitting (seed §3.2.4, eq. 12–14; Epasto et al. 2017).
+which both occur), the relation edges an LLM read (``E_rel``,
+:mod:`sgmem.entities.relations`) and, computed on first use, the overlapping
+communities by Ego-Splitting over ``E_rel ∪ E_weak`` (seed §3.2.4, eq. 12–14;
+Epasto et al. 2017).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import numpy as np
 
 from ..cache import ByteLRU, CacheView
 from .communities import CommunityRow, load_summaries
-from .store import Applied, EntityRow, MentionRow, load_rows
+from .relations import RelationRow
+from .store import Applied, EntityRow, MentionRow, load_relations, load_rows
 
 __all__ = ["EntityCache", "EntityIndex", "char_grams", "jaccard"]
 
@@ -50,6 +53,9 @@ class EntityIndex:
         self.episodes: dict[int, list[int]] = defaultdict(list)  # entity -> message ids (H(v))
         self.type_votes: dict[int, Counter[str]] = defaultdict(Counter)
         self._cooc: dict[int, Counter[int]] | None = None
+        self.relations: dict[int, list[RelationRow]] = defaultdict(list)  # message id -> its relation edges
+        self._graph: dict[int, Counter[int]] | None = None
+        self._rel_adj: dict[int, list[tuple[int, RelationRow]]] | None = None
         self._communities: tuple[list[frozenset[int]], dict[int, list[int]]] | None = None
         self.summaries: dict[int, CommunityRow] = {}  # LLM community summaries (seed §3.2.4), by id
         self._summary_vecs: dict[int, np.ndarray] = {}
@@ -73,6 +79,15 @@ class EntityIndex:
             eps.append(m.message_id)
         self.type_votes[m.entity_id][m.type] += 1
         self._cooc = None
+        self._graph = None
+        self._communities = None
+
+    def add_relation(self, r: RelationRow) -> None:
+        if r.head not in self.entities or r.tail not in self.entities:
+            return
+        self.relations[r.message_id].append(r)
+        self._graph = None
+        self._rel_adj = None
         self._communities = None
 
     def extend(self, applied: Applied) -> None:
@@ -82,6 +97,8 @@ class EntityIndex:
                 self.add_entity(e)
             for m in applied.mentions:
                 self.add_mention(m)
+            for r in applied.relations:
+                self.add_relation(r)
             for eid, text, n in applied.profiles:
                 row = self.entities.get(eid)
                 if row is not None:
@@ -102,6 +119,10 @@ class EntityIndex:
                     out.add_entity(e)
             for m in sorted(kept, key=lambda m: (m.message_id, m.start)):
                 out.add_mention(m)
+            for mid, rs in self.relations.items():
+                if mid not in message_ids:
+                    for r in rs:
+                        out.add_relation(r)
             out.summaries = {c.id: c for c in self.summaries.values() if not message_ids.intersection(c.sources)}
             return out
 
@@ -142,13 +163,46 @@ class EntityIndex:
                 self._cooc = co
             return self._cooc
 
+    def entity_graph(self) -> dict[int, Counter[int]]:
+        """The weighted entity graph of eq. 12, ``E_ent = E_rel ∪ E_weak``: co-occurrence counts plus
+        relation counts ("edge weights reflect the frequency of explicit or weak association evidence").
+
+        [D] As for co-occurrence, a relation with the turn's speaker ("I adopted Biscuit") is left out
+        here (a speaker would be a hub fusing every ego-net); :meth:`relation_neighbours` keeps it.
+        """
+        with self.lock:
+            if self._graph is None:
+                g: dict[int, Counter[int]] = defaultdict(Counter)
+                for u, nbrs in self.cooccurrence().items():
+                    g[u].update(nbrs)
+                for mid, rs in self.relations.items():
+                    speakers = {m.entity_id for m in self.by_message.get(mid, ()) if m.start < 0}
+                    for r in rs:
+                        if r.head not in speakers and r.tail not in speakers:
+                            g[r.head][r.tail] += 1
+                            g[r.tail][r.head] += 1
+                self._graph = g
+            return self._graph
+
+    def relation_neighbours(self) -> dict[int, list[tuple[int, RelationRow]]]:
+        """Per entity, ``(the other entity, the relation)`` of every relation edge it is an end of."""
+        with self.lock:
+            if self._rel_adj is None:
+                adj: dict[int, list[tuple[int, RelationRow]]] = defaultdict(list)
+                for rs in self.relations.values():
+                    for r in rs:
+                        adj[r.head].append((r.tail, r))
+                        adj[r.tail].append((r.head, r))
+                self._rel_adj = adj
+            return self._rel_adj
+
     def communities(self, min_size: int = 2) -> tuple[list[frozenset[int]], dict[int, list[int]]]:
-        """Overlapping communities by Ego-Splitting, and each entity's memberships μ(v)."""
+        """Overlapping communities by Ego-Splitting over :meth:`entity_graph`, and each entity's memberships μ(v)."""
         with self.lock:
             if self._communities is None:
                 from .graph import ego_split_communities
 
-                comms = [c for c in ego_split_communities(self.cooccurrence()) if len(c) >= min_size]
+                comms = [c for c in ego_split_communities(self.entity_graph()) if len(c) >= min_size]
                 member: dict[int, list[int]] = defaultdict(list)
                 for i, c in enumerate(comms):
                     for v in c:
@@ -187,8 +241,12 @@ class EntityIndex:
             size += sum(len(eps) for eps in self.episodes.values()) * 40
             size += sum(300 + len(c.summary) + len(c.name) + 40 * len(c.members) for c in self.summaries.values())
             size += sum(v.nbytes + 100 for v in self._summary_vecs.values())
-            if self._cooc is not None:
-                size += sum(100 + 60 * len(c) for c in self._cooc.values())
+            size += sum(120 + 150 * len(rs) + sum(len(r.relation) for r in rs) for rs in self.relations.values())
+            for cached in (self._cooc, self._graph):
+                if cached is not None:
+                    size += sum(100 + 60 * len(c) for c in cached.values())
+            if self._rel_adj is not None:
+                size += sum(100 + 80 * len(a) for a in self._rel_adj.values())
             return size
 
     def mentions_of(self, message_ids: Iterable[int]) -> list[MentionRow]:
@@ -203,6 +261,8 @@ def load_entity_index(conn: Any, scope_id: int, generation: int) -> EntityIndex:
         idx.add_entity(e)
     for m in ments:
         idx.add_mention(m)
+    for r in load_relations(conn, scope_id):
+        idx.add_relation(r)
     idx.summaries = {c.id: c for c in load_summaries(conn, scope_id)}
     return idx
 

@@ -17,6 +17,13 @@ game; :func:`sgmem.entities.extract.query_categories`). A turn's graph score
   ``community_share``, the summary in its ``why`` (seed eq. 15 scores
   community descriptions too; Table 7 keeps two).
 
+- (``entity`` mode, with an LLM's relation edges E_rel, :mod:`sgmem.entities.relations`)
+  an entity related to an anchor is its neighbour (eq. 12: ``E_ent = E_rel ∪
+  E_weak``), so the turns mentioning it gain ``0.5 · neighbour_share``, the
+  relation in their ``why`` (``via_relations``); and a turn gains
+  ``relation_bonus`` per relation read from it that matches the query (Table
+  7's matched-relation bonus: both ends are anchors, or one is and the
+  relation phrase shares a query term), the relations in ``why``.
 - (``entity`` mode) entity profiles are documents too (eq. 15; Table 7): each
   entity's profile (the LLM's deferred one, or extractive: its latest mention
   sentences; the speakers' own are left out) is scored by eq. 15 against the
@@ -35,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -46,7 +54,15 @@ from .config import EntityConfig
 from .extract import TypeModel, find_spans, norm_name, query_categories
 from .index import EntityIndex
 
-__all__ = ["EntityQuery", "EntityTools", "entity_profile", "profile_scores", "read_query", "type_channel"]
+__all__ = [
+    "EntityQuery",
+    "EntityTools",
+    "entity_profile",
+    "matched_relations",
+    "profile_scores",
+    "read_query",
+    "type_channel",
+]
 
 
 @dataclass
@@ -141,17 +157,30 @@ def graph_scores(
     s_type, why, linked = type_channel(tools, idx, eq)
     ei = tools.index
     near: set[int] = set()
+    rel_near: dict[int, str] = {}  # an anchor's relation neighbour -> "anchor relation neighbour" (for why)
     if eq.anchors:
         co = ei.cooccurrence()
         comms, member = ei.communities(tools.cfg.community_min)
+        radj = ei.relation_neighbours()
         for a in eq.anchors:
             near.update(co.get(a, {}).keys())
             for c in member.get(a, ()):
                 near.update(comms[c])
+            # E_ent = E_rel ∪ E_weak (eq. 12): an entity related to an anchor is its neighbour too, the
+            # anchor's own speaker turns included ("I adopted Biscuit": Caroline -> Biscuit)
+            for other, rel in radj.get(a, ()):
+                near.add(other)
+                rel_near.setdefault(other, _relation_text(ei, rel))
         near -= set(eq.anchors)
     s = s_type.copy()
     s += 0.5 * linked
     cand = (s_type > 0) | linked
+    if ei.relations and eq.anchors and tools.cfg.relation_bonus > 0:
+        # Table 7's matched-relation bonus: relation_bonus per relation of a turn that matches the query
+        for turn, texts in matched_relations(tools, idx, eq).items():
+            s[turn] += tools.cfg.relation_bonus * len(texts)
+            cand[turn] = True
+            why.setdefault(turn, {})["relations"] = texts[:3]
     if near:
         per = _turn_mentions(tools, idx)
         for r, ms in enumerate(per):
@@ -160,6 +189,9 @@ def graph_scores(
                 s[r] += 0.5 * tools.cfg.neighbour_share
                 cand[r] = True
                 why.setdefault(r, {})["neighbours"] = [ei.entities[e].name for e in hit[:3]]
+                via = [rel_near[e] for e in hit if e in rel_near]
+                if via:
+                    why[r]["via_relations"] = via[:3]
     if ei.summaries and tools.cfg.community_context > 0:
         # LLM community summaries (§3.2.4; Table 7: the best `community_context` kept): their turns gain a share
         kept = rank_summaries(ei, eq.text, set(eq.anchors), tools.embed, tools.cfg.community_context)
@@ -192,6 +224,42 @@ def graph_scores(
     for row in np.flatnonzero(linked):
         why.setdefault(int(row), {}).setdefault("anchors", [])
     return s, why, cand
+
+
+def _relation_text(ei: EntityIndex, r: Any) -> str:
+    """A relation edge as shown in ``why``: "head relation tail"."""
+    return f"{ei.entities[r.head].name} {r.relation} {ei.entities[r.tail].name}"
+
+
+@lru_cache(maxsize=8192)
+def _phrase_terms(phrase: str) -> frozenset[str]:
+    return frozenset(analyze(phrase))
+
+
+def matched_relations(tools: EntityTools, idx: Any, eq: EntityQuery) -> dict[int, list[str]]:
+    """Per turn row, the relations read from it that match the query (Table 7: matched relation pairs).
+
+    A relation matches when its pair overlaps the query's: both ends are
+    query anchors ("What did Caroline give Melanie?" and Caroline —gave→
+    Melanie), or [D] one end is an anchor and its relation phrase shares a
+    content term with the query (the phrase scored against the query:
+    "Which pet did Caroline adopt?" and Caroline —adopted→ Biscuit).
+    """
+    ei = tools.index
+    qterms = set(analyze(eq.text))
+    anchors = set(eq.anchors)
+    out: dict[int, list[str]] = {}
+    for mid, rs in ei.relations.items():
+        row = None
+        for rel in rs:
+            ends = {rel.head, rel.tail} & anchors
+            if not ends or (len(ends) < 2 and not qterms & _phrase_terms(rel.relation)):
+                continue
+            row = idx.msg_row(mid) if row is None else row
+            if row is None:
+                break
+            out.setdefault(row, []).append(_relation_text(ei, rel))
+    return out
 
 
 #: extractive profiles built for a cached entity index: entity id -> (its latest episodes, text, unit vector)

@@ -12,6 +12,10 @@ writer inside its transaction (no AUTOINCREMENT), no BLOB, no WITHOUT ROWID.
   turn's). A mention goes with its message (``ON DELETE CASCADE``); an entity
   left without mentions is pruned by the delete's transaction (:func:`prune`).
 
+- ``entity_relations``: relation edges E_rel (with an LLM, :mod:`sgmem.entities.relations`):
+  head entity, relation phrase, tail entity and the message it was read from;
+  gone with the message or either entity (``ON DELETE CASCADE``).
+
 Weak co-occurrence edges and communities are derived from the mentions when a
 scope's entity index is loaded, so a delete can never leave them stale. The
 LLM's community summaries are stored (:mod:`sgmem.entities.communities`) and
@@ -26,8 +30,17 @@ from typing import Any
 
 from ..store.schema import ENTITY_MIGRATION  # the SQL lives with the other migrations
 from .communities import CommunityPlan, CommunityRow, apply_summaries, prune_summaries
+from .relations import RelationRow
 
-__all__ = ["ENTITY_MIGRATION", "EntityRow", "MentionRow", "apply_entities", "load_rows", "prune"]
+__all__ = [
+    "ENTITY_MIGRATION",
+    "EntityRow",
+    "MentionRow",
+    "apply_entities",
+    "load_relations",
+    "load_rows",
+    "prune",
+]
 
 
 @dataclass
@@ -65,6 +78,7 @@ class Applied:
     profiles: list[tuple[int, str, int]] = field(default_factory=list)
     summaries: list[CommunityRow] = field(default_factory=list)
     dropped_summaries: list[int] = field(default_factory=list)
+    relations: list[RelationRow] = field(default_factory=list)
 
 
 def apply_entities(
@@ -74,6 +88,7 @@ def apply_entities(
     mentions: Sequence[tuple[int, int, str, str, float, int, int]],
     message_ids: Sequence[int],
     profiles: Sequence[tuple[int, str, int] | CommunityPlan] = (),
+    relations: Sequence[tuple[int, int, str, int]] = (),
 ) -> Applied:
     """Store an add's entities and mentions inside its transaction.
 
@@ -86,13 +101,17 @@ def apply_entities(
         profiles: the add's deferred LLM descriptions: entity profile updates
             ``(entity id, profile text, episodes absorbed)`` and community
             summaries (:class:`~sgmem.entities.communities.CommunityPlan`).
+        relations: relation edges ``(message index, head, phrase, tail)``, the
+            entities given as in ``mentions``; one whose entity has gone is dropped.
     """
     out = Applied()
-    if not new_entities and not mentions and not profiles:
+    if not new_entities and not mentions and not profiles and not relations:
         return out
     top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM entities").fetchone()[0]
     # entities planned against a snapshot may have gone since (a concurrent delete): their mentions are dropped
-    wanted = sorted({int(m[0]) for m in mentions if m[0] >= 0})
+    wanted = sorted(
+        {int(m[0]) for m in mentions if m[0] >= 0} | {int(e) for r in relations for e in (r[1], r[3]) if e >= 0}
+    )
     alive: set[int] = set()
     for i in range(0, len(wanted), 500):
         chunk = wanted[i : i + 500]
@@ -126,6 +145,18 @@ def apply_entities(
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
+    rel_rows: dict[tuple[int, int, int, str], None] = {}
+    for mi, head, phrase, tail in relations:
+        h, t = real.get(head, head), real.get(tail, tail)
+        if h < 0 or t < 0 or h == t or (head >= 0 and head not in alive) or (tail >= 0 and tail not in alive):
+            continue
+        rel_rows.setdefault((int(message_ids[mi]), h, t, phrase), None)
+    if rel_rows:
+        conn.executemany(
+            "INSERT INTO entity_relations (message_id, head_id, tail_id, scope_id, relation) VALUES (?, ?, ?, ?, ?)",
+            [(mid, h, t, scope_id, phrase) for mid, h, t, phrase in rel_rows],
+        )
+    out.relations = [RelationRow(mid, h, t, phrase) for mid, h, t, phrase in rel_rows]
     summaries = [p for p in profiles if isinstance(p, CommunityPlan)]
     for prof in profiles:
         if isinstance(prof, CommunityPlan):
@@ -160,8 +191,21 @@ def load_rows(conn: Any, scope_id: int) -> tuple[list[EntityRow], list[MentionRo
     return ents, ments
 
 
+def load_relations(conn: Any, scope_id: int) -> list[RelationRow]:
+    """A scope's relation edges, in message order."""
+    return [
+        RelationRow(int(r[0]), int(r[1]), int(r[2]), r[3])
+        for r in conn.execute(
+            "SELECT message_id, head_id, tail_id, relation FROM entity_relations WHERE scope_id = ? "
+            "ORDER BY message_id, head_id, tail_id, relation",
+            (scope_id,),
+        )
+    ]
+
+
 def prune(conn: Any, scope_id: int) -> int:
-    """Delete the scope's entities left with no mention, and community summaries that lost a source message."""
+    """Delete the scope's entities left with no mention (their relation edges go with them, ``ON DELETE
+    CASCADE``, as those of deleted messages did), and community summaries that lost a source message."""
     prune_summaries(conn, scope_id)
     cur = conn.execute(
         "DELETE FROM entities WHERE scope_id = ? AND NOT EXISTS "

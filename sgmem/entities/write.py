@@ -20,8 +20,15 @@ variant of an entity created earlier in the lane, or earlier in the add, is
 shown to the LLM as a candidate too. Without an LLM, a variant of an entity
 created earlier in the add joins it by the rule (Jaccard ≥ ``resolve_jaccard``).
 
+**Relation edges** (§3.2.1, with an LLM only: :mod:`sgmem.entities.relations`).
+After the rules found a turn's names and before typing and resolution, one
+call per add (per ``relation_batch`` turns) reads ``(head, relation, tail)``
+triples; an endpoint the rules missed but the turn says becomes a mention of
+its own; once resolved, the triples are relation edges between entities.
+
 **Deferred profiles** (§3.2.3). With an LLM, an entity's profile is updated
-only once ``|Δ(v)| ≥ B`` new episodes have accumulated (eq. 10–11), and never
+only once ``|Δ(v)| ≥ B`` new episodes have accumulated (eq. 10–11; the
+prompt shows the relations read from those episodes, ``R_r(v)``), and never
 for an entity seen in at most ``profile_min`` episodes (Table 6's sparse-entity
 shortcut). Without an LLM the profile is extractive (its latest mention
 sentences, read at query time) and no call is made. Community summaries
@@ -45,6 +52,7 @@ from .config import EntityConfig
 from .extract import Mention, TypeModel, find_spans, norm_name
 from .index import EntityIndex, char_grams, jaccard
 from .minhash import band_keys
+from .relations import Triple, extract_relations
 from .store import EntityRow
 
 __all__ = ["EntityPlan", "plan_entities", "plan_flush"]
@@ -65,6 +73,8 @@ class EntityPlan:
     new_entities: list[EntityRow] = field(default_factory=list)
     mentions: list[tuple[int, int, str, str, float, int, int]] = field(default_factory=list)
     profiles: list[tuple[int, str, int] | CommunityPlan] = field(default_factory=list)
+    #: relation edges E_rel (with an LLM): (message index, head entity or placeholder, phrase, tail)
+    relations: list[tuple[int, int, str, int]] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     n_mentions: int = 0
     n_llm_bound: int = 0
@@ -158,17 +168,21 @@ def plan_entities(
     )
     known = set(snap.by_norm)
     per_msg: list[list[Mention]] = []
+
+    def sentence_of(i: int, start: int) -> int:
+        return next((si for si in by_msg.get(i, ()) if sentences[si].start <= start < sentences[si].end), -1)
+
     for i, m in enumerate(messages):
         found = [x for x in find_spans(m.content, known) if x.kind in LINKED and len(x.surface) <= MAX_NAME_CHARS]
         for x in found:
-            for si in by_msg.get(i, ()):
-                if sentences[si].start <= x.start < sentences[si].end:
-                    x.sentence = si
-                    break
+            x.sentence = sentence_of(i, x.start)
         if m.name:
             found.append(Mention(m.name, -1, -1, "speaker"))
         known.update(x.norm for x in found)
         per_msg.append(found)
+    # relation edges E_rel (§3.2.1), with an LLM only: one call per add (per relation_batch turns); an
+    # endpoint the rules missed joins per_msg here, before typing and resolution
+    triples = extract_relations(messages, per_msg, sentence_of, llm, cfg, plan.usage) if llm and cfg.relations else []
     flat = [x for ms in per_msg for x in ms]
     types.assign(flat, svecs)
     plan.n_mentions = len(flat)
@@ -207,14 +221,46 @@ def plan_entities(
             new_by_norm[norm] = _new_entity(plan, x, norm)
             plan.mentions.append((new_by_norm[norm], mi, x.surface, x.type, x.type_score, x.start, x.end))
     if pending:
-        _resolve_lanes(plan, pending, snap, messages, cfg, llm, new_by_norm)
+        # κ(m) holds the mention's "directly observed relation neighbors" (eq. 4; E.1's relation_neighbor_names)
+        related: dict[tuple[int, str], list[str]] = {}
+        for t in triples:
+            related.setdefault((t.msg, t.head.norm), []).append(t.tail.surface)
+            related.setdefault((t.msg, t.tail.norm), []).append(t.head.surface)
+        _resolve_lanes(plan, pending, snap, messages, cfg, llm, new_by_norm, related)
+    if triples:
+        plan.relations = _resolved_relations(plan, triples)
     if llm is not None:
         _profiles(plan, snap, messages, cfg, llm, texts)
         # community summaries (§3.2.4, E.3), deferred: stored with the profiles by apply_entities
         new_names = {e.id: (e.name, e.type) for e in plan.new_entities}
-        plan.profiles.extend(plan_summaries(snap, plan.mentions, new_names, messages, cfg, llm, plan.usage, texts))
+        plan.profiles.extend(
+            plan_summaries(snap, plan.mentions, new_names, messages, cfg, llm, plan.usage, texts, plan.relations)
+        )
     plan.ms = (time.perf_counter() - t0) * 1e3
     return plan
+
+
+def _resolved_relations(plan: EntityPlan, triples: list[Triple]) -> list[tuple[int, int, str, int]]:
+    """The add's relations between resolved entities: ``(message index, head, phrase, tail)``.
+
+    An endpoint is the entity its mention resolved to (a mention of a turn is
+    found by its normalised name, which resolves to one entity per turn);
+    a relation whose two ends became one entity is dropped.
+    """
+    of: dict[tuple[int, str], int] = {}
+    for eid, mi, surface, *_ in plan.mentions:
+        of.setdefault((mi, norm_name(surface)), eid)
+    out: list[tuple[int, int, str, int]] = []
+    seen: set[tuple[int, int, str, int]] = set()
+    for t in triples:
+        head, tail = of.get((t.msg, t.head.norm)), of.get((t.msg, t.tail.norm))
+        if head is None or tail is None or head == tail:
+            continue
+        key = (t.msg, head, t.relation, tail)
+        if key not in seen:
+            seen.add(key)
+            out.append(key)
+    return out
 
 
 def _new_variant(plan: EntityPlan, new_by_norm: dict[str, int], norm: str, min_jaccard: float) -> int | None:
@@ -266,6 +312,7 @@ def _resolve_lanes(
     cfg: EntityConfig,
     llm: Any,
     new_by_norm: dict[str, int],
+    related: dict[tuple[int, str], list[str]] | None = None,
 ) -> None:
     lanes = _lanes(pending)
     plan.n_llm_bound = len(pending)
@@ -303,6 +350,7 @@ def _resolve_lanes(
                 name=p.mention.surface,
                 type=p.mention.type,
                 cooccurring=others,
+                related=list(dict.fromkeys((related or {}).get((p.msg, p.norm), [])))[:8],
                 candidates=cands,
             )
             raw = call_json(llm, prompt, usage, "entity-resolve")
@@ -377,11 +425,17 @@ def _profiles(
             f"({messages[mi].at.date().isoformat()}) {messages[mi].name or 'someone'}: {messages[mi].content}"
             for mi in new_msgs
         ]
+        rels = relation_evidence(snap, eid, old) + [
+            f"{_name(plan, snap, h)} {phrase} {_name(plan, snap, t)}"
+            for mi, h, phrase, t in plan.relations
+            if mi in new_msgs and eid in (h, t)
+        ]
         prompt = ENTITY_PROFILE.format(
             type=snap.type_of(eid),
             name=row.name,
             profile=row.profile or "(none yet)",
             messages="\n".join(f"- {t[:600]}" for t in lines[-cfg.profile_batch :]),
+            relations="; ".join(rels[:20]) or "none",
         )
         raw = call_json(llm, prompt, plan.usage, "entity-profile")
         desc = raw.get("description") if isinstance(raw, dict) else None
@@ -389,6 +443,21 @@ def _profiles(
             plan.profiles.append((eid, desc.strip()[:2000], total))
         elif raw is not None:
             plan.usage.malformed += 1
+
+
+def relation_evidence(snap: EntityIndex, eid: int, message_ids: Sequence[int]) -> list[str]:
+    """R_r(v) of eq. 11: the stored relations of entity ``eid`` read from ``message_ids``, as "head relation tail"."""
+    wanted = set(message_ids)
+    return [
+        f"{snap.entities[r.head].name} {r.relation} {snap.entities[r.tail].name}"
+        for _, r in snap.relation_neighbours().get(eid, ())
+        if r.message_id in wanted
+    ]
+
+
+def _name(plan: EntityPlan, snap: EntityIndex, eid: int) -> str:
+    """An entity's name: a stored one's, or a new one's of this add (placeholder ids are negative)."""
+    return plan.new_entities[-eid - 1].name if eid < 0 else snap.entities[eid].name
 
 
 def plan_flush(
@@ -414,12 +483,14 @@ def plan_flush(
         total = len(episodes)
         if total <= cfg.profile_min or total <= row.profiled:
             continue
-        lines = texts(episodes[row.profiled :][-cfg.profile_batch :])
+        shown = episodes[row.profiled :][-cfg.profile_batch :]
+        lines = texts(shown)
         prompt = ENTITY_PROFILE.format(
             type=snap.type_of(eid),
             name=row.name,
             profile=row.profile or "(none yet)",
             messages="\n".join(f"- {t[:600]}" for t in lines),
+            relations="; ".join(relation_evidence(snap, eid, shown)[:20]) or "none",
         )
         raw = call_json(llm, prompt, usage, "entity-profile")
         desc = raw.get("description") if isinstance(raw, dict) else None

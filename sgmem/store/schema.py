@@ -305,6 +305,24 @@ DROP INDEX derived_session;
 CREATE INDEX derived_session ON derived (scope_id, kind, session);
 """
 
+# LightGMEM relation edges E_rel (seed §3.1, §3.2.1; sgmem/entities/relations.py): with an LLM, each
+# add's turns yield (head, relation, tail) triples among their entities. A relation goes with the
+# message it was read from and with either entity (ON DELETE CASCADE): a delete, which prunes entities
+# left without mentions, leaves no relation behind. Plain SQL that PostgreSQL accepts too.
+_ENTITY_RELATIONS = """
+CREATE TABLE entity_relations (
+    message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    head_id    INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    tail_id    INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    scope_id   INTEGER NOT NULL,
+    relation   TEXT NOT NULL,
+    PRIMARY KEY (message_id, head_id, tail_id, relation)
+);
+CREATE INDEX entity_relations_scope ON entity_relations (scope_id, message_id);
+CREATE INDEX entity_relations_head ON entity_relations (head_id);
+CREATE INDEX entity_relations_tail ON entity_relations (tail_id);
+"""
+
 #: (name, SQL) pairs, applied in order.
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial", _INITIAL),
@@ -314,6 +332,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0005_gate_ivf", _GATE_IVF),
     ("0006_entity_communities", _ENTITY_COMMUNITIES),
     ("0007_derived_session_index", _DERIVED_SESSION_INDEX),
+    ("0008_entity_relations", _ENTITY_RELATIONS),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

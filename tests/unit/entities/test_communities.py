@@ -24,7 +24,11 @@ def _config(summaries: bool = True, first: int = 2, batch: int = 2) -> sgmem.Con
     return sgmem.Config(
         min_relevance=0.0,
         entities=sgmem.EntityConfig(
-            enabled=True, community_summaries=summaries, community_min_episodes=first, community_batch=batch
+            enabled=True,
+            community_summaries=summaries,
+            community_min_episodes=first,
+            community_batch=batch,
+            relations=False,  # one call per add of its own (tests/unit/entities/test_relations.py)
         ),
         pyramid=sgmem.PyramidConfig(llm_keywords=False),
         derived=sgmem.DerivedConfig(llm_tasks=()),  # the model answers the entity layer's calls only
