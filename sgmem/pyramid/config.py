@@ -84,9 +84,10 @@ class PyramidConfig:
         group_cosine: keyword grouping as published (§3.2 step 2, ALGORITHMS §3.7
             revised): a memory keeps all its keywords and is also filed under
             existing vocabulary keywords one of them can be grouped under
-            (a broader category: "Chicago" under "city"). With LLM keyword calls
-            (``llm_keywords``) grouping is always on and the model chooses; this
-            cosine is then only the rule for output it cannot use. [D] Without
+            (a broader category: "Chicago" under "city"). With LLM keyword
+            calls (``llm_keywords``, on by default with an LLM) grouping is
+            always on and the model chooses; this cosine is then only the rule
+            for output it cannot use. [D] Without
             an LLM, "can be grouped under" is keyword-embedding cosine ≥ this;
             ``None`` (default) turns the rule off (each add then embeds no keyword).
         group_max: at most this many vocabulary keywords a memory is filed under.
@@ -112,18 +113,19 @@ class PyramidConfig:
             an LLM: tokens of memory text read over all rounds. Never exceeded.
         completion_reserve: tokens reserved for each LLM completion inside
             ``token_budget``.
-        llm_keywords: [D] with an LLM, the paper's write path (§3.2): two calls
-            per added turn, extraction (words copied as written) and grouping
-            under broader existing keywords (the first turn of a scope, with
-            nothing to group under, makes only the first). Off by default: the
-            lexical rule (§3.7) writes the keyword index even when the Memory
-            has an LLM, because the paper's write path costs two LLM calls per
-            turn — several times a Mem0-style write path's calls
-            (``python -m benchmarks.write_cost``) — while the lexical index
-            already beats BM25 by 9 points in pyramid mode. Queries in
-            ``mode="pyramid"`` still use the LLM to select keywords and
-            reflect. Turn on for the paper's write path; grouping then needs no
-            other setting.
+        llm_keywords: the paper's write path (§3.2), two LLM calls per added
+            turn: extraction (words copied as written) and grouping under
+            broader existing keywords (the first turn of a scope, with nothing
+            to group under, makes only the first). ``None`` (default): on
+            wherever the Memory has an LLM, off without one (the lexical rule
+            of §3.7 writes the keyword index, no call). ``True`` asks for it
+            (still a no-op without an LLM); ``False`` keeps the lexical rule
+            even with an LLM: the write path then costs no keyword call, where
+            the paper's path costs two per turn, several times a Mem0-style
+            write path's calls (``python -m benchmarks.write_cost``), and the
+            lexical index already beats BM25 by 9 points in pyramid mode.
+            Queries in ``mode="pyramid"`` use the LLM to select keywords and
+            reflect either way; grouping needs no other setting.
         llm_in_hybrid: [D] whether the hybrid mode's pyramid channel may call
             the LLM (one call per round and query). Off by default: hybrid stays
             fast and offline; ``mode="pyramid"`` uses the LLM when one is given.
@@ -151,7 +153,7 @@ class PyramidConfig:
     max_new_per_round: int = 40
     token_budget: int = 8000
     completion_reserve: int = 400
-    llm_keywords: bool = False
+    llm_keywords: bool | None = None
     llm_in_hybrid: bool = False
     llm_candidates: int = 40
 
@@ -196,8 +198,14 @@ class PyramidConfig:
         _check(
             _is_number(self.level_weight) and self.level_weight >= 0, "level_weight", self.level_weight, "a number >= 0"
         )
-        for name in ("speaker_keyword", "stem_match", "sufficient_full", "llm_keywords", "llm_in_hybrid"):
+        for name in ("speaker_keyword", "stem_match", "sufficient_full", "llm_in_hybrid"):
             _check(isinstance(getattr(self, name), bool), name, getattr(self, name), "True or False")
+        _check(
+            self.llm_keywords is None or isinstance(self.llm_keywords, bool),
+            "llm_keywords",
+            self.llm_keywords,
+            "True, False or None (on wherever the Memory has an LLM)",
+        )
         _check(
             self.match_cosine is None or (_is_number(self.match_cosine) and 0.0 < self.match_cosine <= 1.0),
             "match_cosine",

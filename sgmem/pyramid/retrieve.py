@@ -254,5 +254,5 @@ def plan_add(
         [m.at.date().isoformat() for m in messages],
         cfg,
         words,
-        llm if cfg.llm_keywords else None,
+        llm if cfg.llm_keywords is not False else None,  # None: on wherever there is an LLM
     )

@@ -164,3 +164,46 @@ def test_without_the_models_grouping_the_cities_are_not_filed_under_city(embedde
     with mem:
         hits = mem.search("city", scope="s", k=4, mode="pyramid")
         assert [h.message_ids[0] for h in hits if h.why["tier"] != "vector"] == ["city"]
+
+
+def test_with_just_an_llm_and_the_defaults_grouping_makes_two_calls_per_memory(embedder: sgmem.Embedder) -> None:
+    """``Memory(llm=...)`` as shipped: the paper's keyword path is on (``llm_keywords=None``), two calls per memory."""
+    llm = CountingLLM(group_cities=True)
+    with sgmem.Memory(embedder=embedder, llm=llm) as mem:
+        first = mem.add([{"role": "user", "content": CITY, "id": "city"}], scope="s", thread="t", at=T0)
+        keyword_calls = [c for c in llm.calls if c != "other"]  # the derived memory's calls are "other"
+        assert keyword_calls == ["extract"]  # nothing to group under yet
+        mem.add(
+            [{"role": "user", "content": t, "id": f"m{i}"} for i, t in enumerate(TRIP)],
+            scope="s",
+            thread="t",
+            at=T0 + timedelta(days=1),
+        )
+        keyword_calls = [c for c in llm.calls if c != "other"]
+        # exactly two per memory: extraction, then grouping (no synonym-matching call)
+        assert keyword_calls[1:] == ["extract"] * len(TRIP) + ["group"] * len(TRIP)
+        assert first.llm_calls >= 1
+        under_city = {
+            m
+            for (m,) in mem._store.conn.execute(
+                "SELECT m.ext_id FROM keyword_postings p JOIN vocabulary v ON v.id = p.keyword_id "
+                "JOIN messages m ON m.id = p.message_id WHERE v.lemma = 'city'"
+            )
+        }
+    assert under_city == {"city", "m0", "m1"}  # the model's grouping reached the index
+
+
+def test_llm_keywords_false_keeps_the_lexical_rule_and_none_without_an_llm_calls_nothing(
+    embedder: sgmem.Embedder,
+) -> None:
+    llm = CountingLLM(group_cities=True)
+    off = sgmem.Config(pyramid=sgmem.PyramidConfig(llm_keywords=False))
+    with sgmem.Memory(embedder=embedder, llm=llm, config=off) as mem:
+        mem.add([{"role": "user", "content": CITY, "id": "city"}], scope="s", thread="t", at=T0)
+        mem.add([{"role": "user", "content": TRIP[0], "id": "m0"}], scope="s", thread="t", at=T0)
+    assert [c for c in llm.calls if c != "other"] == []
+    with pytest.raises(sgmem.ConfigError, match="llm_keywords"):
+        sgmem.PyramidConfig(llm_keywords="yes")  # type: ignore[arg-type]
+    with sgmem.Memory(embedder=embedder) as mem:  # the default without an LLM: the lexical rule, as before
+        r = mem.add([{"role": "user", "content": CITY, "id": "city"}], scope="s", thread="t", at=T0)
+        assert r.llm_calls == 0 and "city" in {k for (k,) in mem._store.conn.execute("SELECT lemma FROM vocabulary")}

@@ -170,9 +170,13 @@ def test_llm_grouping_files_a_new_memory_under_an_existing_keyword(embedder: sgm
         assert new.message_ids[0] in {h.message_ids[0] for h in top if h.why["tier"] != "vector"}
 
 
-def test_by_default_an_llm_is_not_asked_for_keywords_at_write_time(embedder: sgmem.Embedder) -> None:
+def test_by_default_an_llm_is_asked_for_keywords_at_write_time_unless_switched_off(embedder: sgmem.Embedder) -> None:
+    llm = ScriptedLLM(extract=extract_capitalised_and_nouns, select='["Berlin"]', reflect=reflect_keep_all(True))
+    with llm_memory(embedder, llm, sgmem.Config()) as mem:  # llm_keywords=None: on wherever there is an LLM
+        assert llm.count("extract") == 8 and llm.count("group") >= 1
     llm = ScriptedLLM(select='["Berlin"]', reflect=reflect_keep_all(True))
-    with llm_memory(embedder, llm, sgmem.Config()) as mem:
+    off = sgmem.Config(pyramid=sgmem.PyramidConfig(llm_keywords=False))
+    with llm_memory(embedder, llm, off) as mem:
         assert llm.count("extract") == 0 and llm.count("group") == 0
         assert {"miso", "marathon"} <= vocabulary(mem)  # the lexical rule wrote the index
         hits = mem.search("Berlin marathon", scope="alice", k=2, mode="pyramid")
