@@ -243,19 +243,50 @@ def _quickstart_finds(ns: dict[str, Any], out: str) -> None:
     assert "My manager is Tomasz" in out
 
 
+@_check("docs/chat.md", "flat bicycle tyre")
+def _unrelated_question_gets_nothing(ns: dict[str, Any], out: str) -> None:
+    lines = out.splitlines()
+    assert lines[1:3] == ["[]", "True"], "an unrelated question got memories despite the default cutoff"
+    assert lines[4] == "1", "min_score=0 did not switch the cutoff off"
+
+
+@_check("docs/chat.md", "Our new dog is called Pepper")
+def _statement_outranks_question_and_non_answer(ns: dict[str, Any], out: str) -> None:
+    assert out.startswith("Our new dog is called Pepper"), out
+
+
+@_check("docs/generated-memory.md", "again = mem.add")
+def _gate_skips_the_repeat(ns: dict[str, Any], out: str) -> None:
+    assert out.splitlines()[0] == "1 1", "the novelty gate did not skip a repeated fact"
+
+
+@_check("docs/privacy.md", "X1234567")
+def _forgetting_empties_the_store(ns: dict[str, Any], out: str) -> None:
+    assert out.splitlines()[-1] == "[]"
+    assert "X1234567" not in "".join(p.read_bytes().decode("latin-1") for p in Path("memory").glob("sgmem.db*"))
+
+
+@_check("docs/tools-and-mcp.md", "create_memory_tools(mem)")
+def _langchain_tools_store_and_recall(ns: dict[str, Any], out: str) -> None:
+    assert "vegetarian" in out.splitlines()[-1], out
+
+
 @pytest.mark.parametrize("block", PYTHON, ids=[b.id for b in PYTHON])
 def test_python_example_runs(block: Block, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     code, namespace = _prepare(block, request)
     _write_files(block.page, tmp_path)
     out = io.StringIO()
-    with _inside(tmp_path), contextlib.redirect_stdout(out):
-        exec(compile(code, block.id, "exec"), namespace)  # noqa: S102 - the docs' own examples
-    for (page, needle), check in CHECKS.items():
-        if block.page == ROOT / page and needle in block.code:
-            check(namespace, out.getvalue())
-    for value in list(namespace.values()):  # close what the example left open (a real script would exit)
-        if isinstance(value, sgmem.Memory):
-            value.close()
+    with _inside(tmp_path):
+        try:
+            with contextlib.redirect_stdout(out):
+                exec(compile(code, block.id, "exec"), namespace)  # noqa: S102 - the docs' own examples
+            for (page, needle), check in CHECKS.items():
+                if block.page == ROOT / page and needle in block.code:
+                    check(namespace, out.getvalue())
+        finally:  # close what the example left open (a script would exit), inside its directory
+            for value in list(namespace.values()):
+                if isinstance(value, sgmem.Memory):
+                    value.close()
 
 
 def test_every_check_finds_its_block() -> None:
