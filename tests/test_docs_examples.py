@@ -33,6 +33,7 @@ import ast
 import contextlib
 import dataclasses
 import io
+import json
 import os
 import re
 import shlex
@@ -271,6 +272,12 @@ def _langchain_tools_store_and_recall(ns: dict[str, Any], out: str) -> None:
     assert "vegetarian" in out.splitlines()[-1], out
 
 
+@_check("docs/frameworks.md", "SGMemMemoryBlock(memory=mem")
+def _llama_index_block_recalls(ns: dict[str, Any], out: str) -> None:
+    system = "\n".join(m.content or "" for m in ns["llm"].last_chat_messages if m.role.value == "system")
+    assert "pottery classes on Thursdays" in system, "the memory block did not bring Monday's message to the agent"
+
+
 @pytest.mark.parametrize("block", PYTHON, ids=[b.id for b in PYTHON])
 def test_python_example_runs(block: Block, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     code, namespace = _prepare(block, request)
@@ -343,6 +350,13 @@ def test_shell_example_runs(block: Block, tmp_path: Path) -> None:
 
 def test_shell_examples_are_run() -> None:
     assert RUN_BASH, "at least the command-line page runs its commands"
+
+
+def test_every_json_example_parses() -> None:
+    blocks = [b for b in ALL if b.lang == "json"]
+    assert blocks
+    for block in blocks:
+        json.loads(block.code)
 
 
 # --------------------------------------------------------------------------- links
