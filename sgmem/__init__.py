@@ -12,8 +12,7 @@ Quickstart::
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
+from ._version import __version__
 from .config import (
     MODES,
     SGMEM_PAPER_LOCOMO,

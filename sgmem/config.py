@@ -314,7 +314,7 @@ class HybridConfig:
     """[D] The default ``hybrid`` mode: channels fused by a weighted score sum.
 
     Every channel scores turns; the weights were chosen by measurement on the
-    LoCoMo dev split (``sgmem eval locomo``, see README). The lexical channel is
+    LoCoMo dev split (``sgmem eval locomo``, see docs/evaluation.md). The lexical channel is
     the strongest single signal on conversational recall, the dense channels
     carry paraphrase, the graph channel (SGMem expansion) adds neighbours of
     the seeds, and three structural priors use the conversation's shape: the
@@ -573,8 +573,8 @@ class Config:
             threshold that empties 95 % of the contexts of 50 unrelated
             questions asked of the LoCoMo dev conversations (95.0 %); it keeps
             96.6 % of the answer-bearing hits of the bundled question → answer
-            pairs (with the relative rule; 94.8 % without) and 99.8 % of
-            LoCoMo's evidence hits (README, "What a score means"). 0 turns the
+            pairs (with the relative rule; 94.8 % without) and 99.9 % (99.8 %) of
+            LoCoMo's evidence hits (docs/chat.md, "How the default was chosen"). 0 turns the
             cutoff off. An explicit ``min_score`` is a plain threshold.
         relative_relevance: [D] see ``min_relevance`` (0 turns the relative rule off).
         dense_index: [D] ``"exact"`` (default) scores every sentence of the scope

@@ -426,8 +426,9 @@ def gate_loo(
     ``sgmem calibrate`` reads a LoCoMo file); a fold's τ is the ``quantile`` of
     the other streams' ``s_vMF`` scores.
     """
-    from ..gate.calibrate import calibrate, corpus_streams, stream_scores
+    from ..gate.calibrate import calibrate, stream_scores
     from ..gate.config import GateConfig
+    from .corpus import corpus_streams
     from .locomo import load_locomo
 
     ids = [c.sample_id for c in load_locomo(path, limit)]

@@ -57,7 +57,8 @@ def resolve_store_path(path: Any) -> Path | None:
             "directory whose name has a colon.",
         )
     try:
-        return Path(raw).expanduser()
+        # absolute now: the store's later writes (its FAISS cache at close) must not follow a later chdir
+        return Path(raw).expanduser().absolute()
     except RuntimeError:  # "~name/..." with no such user (or no home directory to expand "~" to)
         user = raw[1:].split("/", 1)[0].split(os.sep, 1)[0]
         raise InvalidInputError(

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..errors import ConfigError, DependencyError, InvalidInputError, SchemaVersionError, StoreError
 from .connection import statements
 from .pgsql import PgConn, ddl, redact, scrub, translate_pg

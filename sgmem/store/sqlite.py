@@ -32,7 +32,7 @@ from urllib.parse import quote
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from ..errors import (
     CorruptStoreError,
     EmbedderMismatchError,

@@ -175,7 +175,7 @@ mem.delete(scope="a", thread="secret")
 
 
 def test_a_kill_between_the_delete_and_its_scrub_is_finished_by_the_next_writable_open(tmp_path: Path) -> None:
-    """Issue 29 item 10 (the README's deletion section says the same): a process killed after a delete
+    """Issue 29 item 10 (docs/privacy.md says the same): a process killed after a delete
     commits but before its scrub leaves the deleted text in the store's files. A read-only open cannot
     rewrite them (the text stays there); the next writable open finishes the scrub before its constructor
     returns."""

@@ -105,6 +105,25 @@ def test_tilde_is_expanded(embedder: sgmem.Embedder, tmp_path: Path, monkeypatch
     assert (home / "memory" / "sgmem.db").is_file() and not (cwd / "~").exists()
 
 
+def test_a_relative_path_names_the_directory_it_named_at_opening(
+    embedder: sgmem.Embedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that changes directory after opening ./memory (a server, a test) keeps one store: the
+    index cache written at close goes next to the database, not into a new ./memory where it now stands."""
+    first, later = tmp_path / "first", tmp_path / "later"
+    first.mkdir()
+    later.mkdir()
+    monkeypatch.chdir(first)
+    mem = sgmem.Memory("./memory", embedder=embedder)
+    assert mem.path == first / "memory"
+    add_sample(mem)
+    assert mem.search("cat", scope="alice", k=3)
+    monkeypatch.chdir(later)
+    mem.close()
+    assert list(later.iterdir()) == []
+    assert (first / "memory" / "faiss").is_dir()
+
+
 def test_opening_never_makes_a_read_only_database_writable(embedder: sgmem.Embedder, store_path: Path) -> None:
     with sgmem.Memory(store_path, embedder=embedder) as mem:
         add_sample(mem)

@@ -250,7 +250,7 @@ def test_the_signed_form_stops_a_client_that_sets_the_scope_itself(
             sgmem.Memory(app_role.url, embedder=fake, config=config)
     import psycopg
 
-    with psycopg.connect(pg_url, autocommit=True) as owner:  # rotation, as the README says
+    with psycopg.connect(pg_url, autocommit=True) as owner:  # rotation, as docs/privacy.md says
         owner.execute("DELETE FROM sgmem_scope_keys")
     with sgmem.Memory(pg_url, embedder=fake, config=new_key):
         pass

@@ -51,7 +51,7 @@ def test_cli_calibrate_prints_the_threshold(tmp_path: Path, capsys: pytest.Captu
 
 
 def test_message_corpora_give_the_llm_free_fact_candidates(tmp_path: Path) -> None:
-    from sgmem.gate.calibrate import corpus_streams
+    from sgmem.eval.corpus import corpus_streams
 
     path = tmp_path / "chat.json"
     path.write_text(json.dumps([
