@@ -45,7 +45,7 @@ import statistics
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -83,6 +83,8 @@ Setting = dict[str, Any]
 CATS = (1, 2, 3, 4)
 #: bump when what a memoised value means changes (the memo file is keyed by it)
 MEMO_VERSION = 1
+#: fields a search with ``min_score=0`` does not read, fixed in the memo keys of the recall and relevance values
+_UNREAD_BY_SEARCH: dict[str, Any] = {"context_turn_tokens": 40, "min_relevance": None}
 
 
 @dataclass(frozen=True)
@@ -221,12 +223,14 @@ def nested_cv(
     """
     if len(groups) < 2:
         raise InvalidInputError("groups", list(groups), "at least two groups to leave one out")
-    folds = []
+    folds: list[Fold] = []
     for held in groups:
         train = [g for g in groups if g != held]
-        chosen, score, trace = coordinate_descent(
-            axes, lambda s, train=train: pooled([values(s, g) for g in train]), sweeps=sweeps
-        )
+
+        def on_train(s: Setting, train: list[str] = train) -> float:
+            return pooled([values(s, g) for g in train])
+
+        chosen, score, trace = coordinate_descent(axes, on_train, sweeps=sweeps)
         folds.append(Fold(held, chosen, score, np.asarray(values(chosen, held), dtype=np.float64), trace))
         if progress:
             progress(f"fold {len(folds)}/{len(groups)} (held out {held}): {100 * score:.2f} on the others")
@@ -341,6 +345,10 @@ class Evaluator:
         return mems[cid]
 
     def _key(self, kind: str, cfg: Config | str, cid: str) -> str:
+        if isinstance(cfg, Config) and kind in ("recall", "relevance"):
+            # searches with min_score=0 read neither the cutoff nor the digest: a key without them stays valid
+            # when their defaults change (any fixed value would do; these are the ones the first memos used)
+            cfg = replace(cfg, **_UNREAD_BY_SEARCH)
         c = repr(cfg) if isinstance(cfg, Config) else cfg
         h = hashlib.sha1(f"{MEMO_VERSION}|{kind}|{c}|{self.fingerprint[cid]}|{self.budget}".encode())
         return h.hexdigest()
@@ -420,7 +428,7 @@ class Evaluator:
                 best = []
                 for uq in unrelated_questions():
                     ranked, idx, qv = mem._ranked(uq, cid, k, "hybrid", None, None, None, None)
-                    rel = mem._hit_relevance(idx, qv, ranked) if idx is not None and ranked else {}
+                    rel = mem._hit_relevance(idx, qv, ranked) if idx is not None and qv is not None and ranked else {}
                     best.append(max(rel.values(), default=0.0))
                 evidence = []
                 for q in self.questions[cid]:
@@ -553,7 +561,7 @@ def run_cv(
             return ev.recall(s, g)[:, 1]
 
         # 1. retrieval settings by recall@10, each fold on the other groups only
-        folds = []
+        folds: list[dict[str, Any]] = []
         for fold in nested_cv(groups, grid, recall10, sweeps=sweeps, progress=progress):
             held, chosen, score, trace = fold.held_out, fold.chosen, fold.train, fold.trace
             train = [g for g in groups if g != held]
