@@ -310,6 +310,7 @@ class Evaluator:
         }
         self._mems: OrderedDict[str, dict[str, Memory]] = OrderedDict()
         self.memo_path = memo
+        self._warmed = False
         self.memo: dict[str, Any] = {}
         self.evaluated = 0  # evaluations computed in this run (not read from the memo)
         if memo is not None and memo.exists():
@@ -353,8 +354,17 @@ class Evaluator:
         h = hashlib.sha1(f"{MEMO_VERSION}|{kind}|{c}|{self.fingerprint[cid]}|{self.budget}".encode())
         return h.hexdigest()
 
+    def _warm(self) -> None:
+        """Embed every query of the run in one batch (one model call, not one per query and setting)."""
+        if self._warmed or self.embedder is None:
+            return
+        self._warmed = True
+        texts = [q.question for qs in self.questions.values() for q in qs] + unrelated_questions()
+        self.embedder.embed(list(dict.fromkeys(texts)))
+
     def _memoised(self, key: str, compute: Callable[[], Any]) -> Any:
         if key not in self.memo:
+            self._warm()
             value = compute()
             self.memo[key] = value
             self.evaluated += 1
