@@ -198,7 +198,8 @@ def render_part(raw: dict[str, Any]) -> str:
         f"Counted as fragments (a turn counts if any part of it is in the block), the held-out context figure "
         f"is {frag:.1f}.",
         "",
-        "Every baseline (same questions):",
+        "Every baseline (same questions; the RRF fuses dense sentences with the stronger BM25 of each "
+        "conversation, each ranking as deep as a 1,000-token context needs):",
         "",
         "| baseline | " + " | ".join(_METRICS) + f" | context {raw['budget']:,}, whole turns |",
         "|---|" + "---|" * (len(_METRICS) + 1),
@@ -226,8 +227,9 @@ def render_part(raw: dict[str, Any]) -> str:
         "entity layer, off by default; `relative_relevance` is not chosen — every objective measured here is "
         "monotone in it (a lower share keeps more evidence hits and lets more weak hits follow a relevant one "
         "alike); its held-out effect is below.",
-        f"Evaluations: {raw['evaluations']['computed']} computed in this run, {raw['evaluations']['memoised']} "
-        f"memoised in all; {raw['seconds'] / 60:.1f} minutes.",
+        f"Evaluations (one configuration on one conversation): {raw['evaluations']['memoised']} in all, "
+        f"{raw['evaluations']['computed']} of them computed by the run above ({raw['seconds'] / 60:.1f} minutes), "
+        "the rest read from its memo (`benchmarks/out/cv-memo.jsonl`).",
     ]
     # per fold
     keys = [ax["key"] for ax in raw["grid"]]
