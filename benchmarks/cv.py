@@ -263,6 +263,19 @@ def render_part(raw: dict[str, Any]) -> str:
         "| relative_relevance | " + " | ".join(_fmt(float(r)) for r in c["kept"]) + " |",
         "|---|" + "---|" * len(c["kept"]),
         "| evidence hits kept, held out | " + " | ".join(f"{v:.1f} %" for v in c["kept"].values()) + " |",
+    ]
+    if "pairs_kept" in c:
+        out += [
+            "| answer pairs kept (answering turn found among the first 10 hits) | "
+            + " | ".join(f"{v:.1f} %" for v in c["pairs_kept"].values())
+            + " |",
+            "",
+            f"The answer pairs are the bundled question → answer pairs ({c['pairs']}, `sgmem/data/answer_pairs.json`: "
+            "short, paraphrased, often a reply to the assistant's own question), stored as a chat of their own; no "
+            "choice reads them, each fold's cutoff is applied to them under that fold's retrieval settings "
+            f"(on average {c['pairs_found']:.1f} answering turns found among the first 10 hits).",
+        ]
+    out += [
         "",
         f"(The shipped relative rule is {_fmt(c['relative_default'])}.)",
     ]

@@ -57,7 +57,7 @@ from ..context import ContextTurn, fit
 from ..embed.base import Embedder
 from ..errors import InvalidInputError
 from ..memory import Memory
-from .answers import EMPTY
+from .answers import EMPTY, PAIRS, answer_pairs, store_pairs
 from .chat import RRF_K, _Memo, rrf
 from .locomo import Conversation, Question, context_evidence, recall_at_k, turns_of
 from .loo import _configured, apply_overrides
@@ -346,12 +346,12 @@ class Evaluator:
         return mems[cid]
 
     def _key(self, kind: str, cfg: Config | str, cid: str) -> str:
-        if isinstance(cfg, Config) and kind in ("recall", "relevance"):
+        if isinstance(cfg, Config) and kind in ("recall", "relevance", "pairs"):
             # searches with min_score=0 read neither the cutoff nor the digest: a key without them stays valid
             # when their defaults change (any fixed value would do; these are the ones the first memos used)
             cfg = replace(cfg, **_UNREAD_BY_SEARCH)
         c = repr(cfg) if isinstance(cfg, Config) else cfg
-        h = hashlib.sha1(f"{MEMO_VERSION}|{kind}|{c}|{self.fingerprint[cid]}|{self.budget}".encode())
+        h = hashlib.sha1(f"{MEMO_VERSION}|{kind}|{c}|{self.fingerprint.get(cid, cid)}|{self.budget}".encode())
         return h.hexdigest()
 
     def _warm(self) -> None:
@@ -360,6 +360,7 @@ class Evaluator:
             return
         self._warmed = True
         texts = [q.question for qs in self.questions.values() for q in qs] + unrelated_questions()
+        texts += [p["question"] for p in answer_pairs()]
         self.embedder.embed(list(dict.fromkeys(texts)))
 
     def _memoised(self, key: str, compute: Callable[[], Any]) -> Any:
@@ -450,6 +451,28 @@ class Evaluator:
         raw = self._memoised(self._key("relevance", cfg, cid), compute)
         # the unrelated questions belong to the conversation; halves of one conversation share them
         return {"unrelated": raw["unrelated"], "evidence": raw["evidence"][sl]}
+
+    def pairs(self, setting: Mapping[str, Any]) -> list[list[float] | None]:
+        """Per bundled answer pair (:func:`sgmem.eval.answers.answer_pairs`, stored as a chat in a scope of its
+        own): (relevance, best hit's relevance) of its answering turn among its question's first 10 hits, or
+        None when it is not among them."""
+        cfg = self.config(setting)
+        pairs = answer_pairs()
+
+        def compute() -> list[list[float] | None]:
+            ingest = {k: setting[k] for k in self.ingest_keys if k in setting}
+            out: list[list[float] | None] = []
+            with Memory(embedder=self.embedder, config=apply_overrides(self.base, ingest)) as mem:
+                ids = store_pairs(mem, PAIRS, pairs)
+                with _configured(mem, cfg):
+                    for p, mid in zip(pairs, ids, strict=True):
+                        hits = mem.search(p["question"], scope=PAIRS, k=10, min_score=0)
+                        best = max((h.relevance for h in hits), default=0.0)
+                        out.append(next(([h.relevance, best] for h in hits if mid in h.message_ids), None))
+            return out
+
+        data = hashlib.sha1(json.dumps([getattr(self.embedder, "name", ""), pairs]).encode()).hexdigest()
+        return list(self._memoised(self._key("pairs", cfg, f"{PAIRS}:{data}"), compute))
 
     def baselines(self, group: str, extra: Mapping[str, Callable[[Conversation], Callable[[str, int], list[str]]]]
                   ) -> dict[str, np.ndarray]:  # fmt: skip
@@ -579,6 +602,7 @@ def run_cv(
             rel_train = [ev.relevance(chosen, g) for g in train]
             t = choose_cutoff([b for r in rel_train for b in r["unrelated"]], cutoff_grid)
             rel_held = ev.relevance(chosen, held)
+            pair_vals = ev.pairs(chosen)
             # 3. the digest, by whole-turn evidence in the context, under both
             ctx_train = {d: pooled([ev.context({**chosen, "min_relevance": t, "context_turn_tokens": d}, g)[:, 1]
                                     for g in train]) for d in digest_grid}  # fmt: skip
@@ -608,6 +632,12 @@ def run_cv(
                         "unrelated": len(rel_held["unrelated"]),
                         "emptied": 100 * emptied(rel_held["unrelated"], t),
                         "kept": {str(r): list(kept(rel_held["evidence"], t, r)) for r in relative_grid},
+                        # the bundled answer pairs: used by no choice, measured under each fold's
+                        "pairs_found": sum(a is not None for a in pair_vals),
+                        "pairs": len(pair_vals),
+                        "pairs_kept": {
+                            str(r): list(kept([[a] for a in pair_vals if a is not None], t, r)) for r in relative_grid
+                        },
                     },
                 }
             )
@@ -651,6 +681,14 @@ def run_cv(
                 / max(1, sum(f["cutoff_held"]["kept"][str(r)][1] for f in folds))
                 for r in relative_grid
             },
+            "pairs_kept": {
+                str(r): 100
+                * sum(f["cutoff_held"]["pairs_kept"][str(r)][0] for f in folds)
+                / max(1, sum(f["cutoff_held"]["pairs_kept"][str(r)][1] for f in folds))
+                for r in relative_grid
+            },
+            "pairs_found": sum(f["cutoff_held"]["pairs_found"] for f in folds) / max(1, len(folds)),
+            "pairs": len(answer_pairs()),
             "relative_default": base.relative_relevance,
             "target": 100 * EMPTY,
         }
