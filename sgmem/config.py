@@ -314,17 +314,18 @@ class HybridConfig:
     """[D] The default ``hybrid`` mode: channels fused by a weighted score sum.
 
     Every channel scores turns; the weights were chosen by measurement on the
-    LoCoMo dev split (``sgmem eval locomo``, see README). Nested
-    leave-one-conversation-out (``python -m benchmarks --only cv``: each fold
-    searches every weight and prior from all channels equal, on five
-    conversations) held out 80.2 recall@10 (cat 1–4); the folds' most frequent
-    values, taken together, measured no better than these in-sample (80.7 vs
-    81.1) nor inside a chat (echo condition 80.3 vs 80.8), so these stay. The lexical channel is
+    LoCoMo dev split (``sgmem eval locomo``, see README). The lexical channel is
     the strongest single signal on conversational recall, the dense channels
     carry paraphrase, the graph channel (SGMem expansion) adds neighbours of
     the seeds, and three structural priors use the conversation's shape: the
     chronological chain (SGRM), the session (SGMem's session chunk) and the
     dates a question names.
+
+    Nested leave-one-conversation-out (``python -m benchmarks --only cv``:
+    each fold searches every weight and prior, from all channels equal, on five
+    conversations) held out 80.2 recall@10 (cat 1–4); the folds' most frequent
+    values, taken together, measured no better than these in-sample (80.7 vs
+    81.1) nor inside a chat (echo condition 80.3 vs 80.8), so these stay.
 
     Attributes:
         w_sentence: dense sentence channel (speaker-prefixed sentences; a turn
