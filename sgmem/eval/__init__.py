@@ -1,4 +1,5 @@
-"""Evaluation harnesses (LoCoMo evidence recall; leave-one-conversation-out in :mod:`sgmem.eval.loo`)."""
+"""Evaluation harnesses (LoCoMo evidence recall; leave-one-conversation-out in :mod:`sgmem.eval.loo`, nested
+cross-validation of every dev-tuned setting in :mod:`sgmem.eval.cv`)."""
 
 from .cache import CachingEmbedder
 from .locomo import EvalReport, evaluate, load_locomo, render_report

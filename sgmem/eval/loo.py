@@ -70,9 +70,9 @@ TUNED_GRID: dict[str, list[Any]] = {
     for name, v in dataclasses.asdict(HybridConfig()).items()
 }
 
-#: The context digest (``Config.context_turn_tokens``, 40 chosen on dev): whole
-#: turns (0) and a range around the default.
-CONTEXT_GRID: dict[str, list[Any]] = {"context_turn_tokens": [0, 20, 30, 60, 80]}
+#: The context digest (``Config.context_turn_tokens``; 0, whole turns, by default,
+#: as nested cross-validation chose it: :mod:`sgmem.eval.cv`): digests of several sizes.
+CONTEXT_GRID: dict[str, list[Any]] = {"context_turn_tokens": [20, 30, 40, 60, 80]}
 
 
 # --------------------------------------------------------------- settings
