@@ -101,11 +101,18 @@ def record(part: str, raw: dict[str, Any], command: str, environment: dict[str, 
     }
 
 
+def _plain(obj: Any) -> Any:
+    """numpy scalars and arrays as plain numbers and lists."""
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
+
+
 def store(directory: Path, rec: dict[str, Any]) -> Path:
     """Write ``directory/results/PART.json`` (keys in the order the part wrote them: labels depend on it)."""
     path = directory / "results" / f"{rec['part']}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(rec, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(rec, indent=1, ensure_ascii=False, default=_plain) + "\n", encoding="utf-8")
     return path
 
 
