@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.parts import PARTS, Context, load, module, record, render_results, store
+from benchmarks.parts import PARTS, Context, commit, load, module, record, render_results, store
 
 HERE = Path(__file__).resolve().parent
 
@@ -86,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks.quality import default_locomo_path
 
         command = env.command_line("benchmarks", argv)
+        code = commit()  # the code that measures: later edits to the checkout do not change it
         out = Path(args.scratch).resolve()
         out.mkdir(parents=True, exist_ok=True)
         shared: list[Any] = []
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             raw = mod.run_part(ctx)
             if shared:
                 shared[0].save()
-            path = store(directory, record(part, raw, command, info, time.perf_counter() - t0))
+            path = store(directory, record(part, raw, command, info, time.perf_counter() - t0, code))
             say(f"{part}: stored {path}")
     results = directory / "RESULTS.md"
     results.write_text(render_results(load(directory)), encoding="utf-8")

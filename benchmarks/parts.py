@@ -28,6 +28,7 @@ __all__ = [
     "PARTS",
     "Context",
     "load",
+    "commit",
     "module",
     "record",
     "render_results",
@@ -77,7 +78,8 @@ def run_command(part: str) -> str:
     return f"python -m benchmarks --only {part}"
 
 
-def _commit() -> str:
+def commit() -> str:
+    """The checked-out commit (short), marked when tracked files differ from it."""
     try:
         sha = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=HERE, capture_output=True,
                              text=True, check=True).stdout.strip()
@@ -88,13 +90,15 @@ def _commit() -> str:
     return sha + (" (with uncommitted changes)" if dirty else "")
 
 
-def record(part: str, raw: dict[str, Any], command: str, environment: dict[str, Any], wall_s: float) -> dict[str, Any]:
-    """One part's stored results: what produced them and the raw figures."""
+def record(part: str, raw: dict[str, Any], command: str, environment: dict[str, Any], wall_s: float,
+           code: str) -> dict[str, Any]:
+    """One part's stored results: what produced them (``code``: :func:`commit` when the run started) and the raw
+    figures."""
     return {
         "part": part,
         "command": command,
         "date": environment["date"],
-        "commit": _commit(),
+        "commit": code,
         "environment": environment,
         "wall_s": round(wall_s, 1),
         "raw": raw,
