@@ -48,6 +48,8 @@ PARTS: dict[str, str] = {
     "gate": "benchmarks.gate",
     "postgres": "benchmarks.postgres",
     "scopes": "benchmarks.scopes",
+    "store": "benchmarks.store",
+    "mcp": "benchmarks.mcp_latency",
 }
 
 
