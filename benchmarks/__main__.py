@@ -40,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--locomo", default=None, help="LoCoMo JSON file (default ../shared/data/locomo/locomo-dev.json)")
     p.add_argument("--limit", type=int, default=None, help="LoCoMo: only the first N conversations")
     p.add_argument("--max-questions", type=int, default=None, help="LoCoMo: only the first N questions each")
+    p.add_argument("--workers", type=int, default=1,
+                   help="quality: conversations measured at once, each in a process of its own (same figures)")
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000, 1_000_000],
                    help="speed: store sizes in sentences")
     p.add_argument("--queries", type=int, default=200, help="speed: queries timed per size")

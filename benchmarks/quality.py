@@ -233,6 +233,7 @@ def run_quality(
     budgets: Sequence[int] = BUDGETS,
     limit: int | None = None,
     max_questions: int | None = None,
+    only: Sequence[str] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> QualityRun:
     """Run every system over the LoCoMo file at ``path``.
@@ -247,6 +248,7 @@ def run_quality(
         limit: only the first ``limit`` conversations.
         max_questions: only the first ``max_questions`` questions of each
             conversation (smoke runs).
+        only: only the conversations with these sample ids.
     """
     import sgmem
     from sgmem.eval.locomo import context_evidence, load_locomo
@@ -254,7 +256,7 @@ def run_quality(
 
     t_start = time.perf_counter()
     modes = tuple(modes or _modes())
-    convs = load_locomo(path, limit)
+    convs = [c for c in load_locomo(path, limit) if only is None or c.sample_id in only]
     others: list[Baseline] = make_baselines(embedder, baselines)
     mine = [SystemResult(f"sgmem {m}", "sgmem") for m in modes]
     theirs = [SystemResult(b.name, "baseline") for b in others]
@@ -344,6 +346,46 @@ def _ratio(a: float, b: float) -> str:
 @dataclass
 class _Stored:
     systems: list[Scores]
+    ks: tuple[int, ...] = KS
+    budgets: tuple[int, ...] = BUDGETS
+
+
+def merge_raw(raws: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One :meth:`QualityRun.raw` from the raws of disjoint conversation sets (sums and counts add up)."""
+    first = raws[0]
+    out = {**first, "conversations": sum(r["conversations"] for r in raws),
+           "questions": sum(r["questions"] for r in raws), "turns": sum(r["turns"] for r in raws),
+           "seconds": round(max(r["seconds"] for r in raws), 1), "systems": []}
+    for i, sys0 in enumerate(first["systems"]):
+        merged: dict[str, Any] = {"name": sys0["name"], "kind": sys0["kind"],
+                                  "index_s": round(sum(r["systems"][i]["index_s"] for r in raws), 2)}
+        for key in ("recall", "ctx", "ctx_whole"):
+            acc: dict[str, dict[str, list[float]]] = {}
+            for r in raws:
+                for x, per in r["systems"][i][key].items():
+                    for c, (total, n) in per.items():
+                        cell = acc.setdefault(x, {}).setdefault(c, [0.0, 0])
+                        cell[0] = round(cell[0] + total, 6)
+                        cell[1] += n
+            merged[key] = {x: dict(sorted(per.items(), key=lambda t: int(t[0]))) for x, per in
+                           sorted(acc.items(), key=lambda t: int(t[0]))}
+        tokens: dict[str, float] = {}
+        for b in sys0["ctx_tokens"]:
+            w = [(r["systems"][i]["ctx_tokens"][b], r["questions"]) for r in raws if b in r["systems"][i]["ctx_tokens"]]
+            tokens[b] = round(sum(t * n for t, n in w) / max(sum(n for _, n in w), 1), 1)
+        merged["ctx_tokens"] = tokens
+        out["systems"].append(merged)
+    return out
+
+
+def _worker(path: str, cache: str, sample_id: str, max_questions: int | None) -> dict[str, Any]:
+    """One conversation in a process of its own (the shared embedding cache is read, not written)."""
+    from sgmem.embed import default_embedder
+    from sgmem.eval import CachingEmbedder
+
+    emb = CachingEmbedder(default_embedder(), cache)
+    emb.save = lambda: None  # type: ignore[method-assign]  # the parent owns the cache file
+    return run_quality(path, emb, max_questions=max_questions, only=[sample_id]).raw()
 
 
 def render(raw: dict[str, Any]) -> str:
@@ -468,13 +510,31 @@ TITLE = "Quality: LoCoMo evidence recall, every system on the same turns"
 
 
 def run_part(ctx: Any) -> dict[str, Any]:
-    """Every sgmem mode and every baseline over the LoCoMo file; the two plots."""
+    """Every sgmem mode and every baseline over the LoCoMo file (``--workers`` conversations at a time); the plots."""
     if not ctx.locomo.exists():
         return {"missing": str(ctx.locomo)}
-    run = run_quality(ctx.locomo, ctx.embedder(), limit=ctx.args.limit, max_questions=ctx.args.max_questions,
-                      progress=ctx.progress)
-    plot(run, ctx.plots)
-    return run.raw()
+    workers = getattr(ctx.args, "workers", 1) or 1
+    if workers <= 1:
+        run = run_quality(ctx.locomo, ctx.embedder(), limit=ctx.args.limit, max_questions=ctx.args.max_questions,
+                          progress=ctx.progress)
+        plot(run, ctx.plots)
+        return run.raw()
+    from concurrent.futures import ProcessPoolExecutor
+
+    from sgmem.eval.locomo import load_locomo
+
+    ids = [c.sample_id for c in load_locomo(ctx.locomo, ctx.args.limit)]
+    with ProcessPoolExecutor(workers) as pool:
+        futures = [pool.submit(_worker, str(ctx.locomo), ctx.args.cache, i, ctx.args.max_questions) for i in ids]
+        raws = []
+        for i, f in zip(ids, futures, strict=True):
+            raws.append(f.result())
+            ctx.progress(f"quality: {i} measured")
+    raw = merge_raw(raws)
+    raw["path"] = ctx.locomo.name
+    stored = [Scores.of(x) for x in raw["systems"]]
+    plot(_Stored(stored, tuple(raw["ks"]), tuple(raw["budgets"])), ctx.plots)
+    return raw
 
 
 def render_part(raw: dict[str, Any]) -> str:
