@@ -29,34 +29,60 @@ HERE = Path(__file__).resolve().parent
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=(__doc__ or "").splitlines()[0])
-    p.add_argument("action", nargs="?", choices=("run", "report"), default="run",
-                   help="run: measure the parts, then write RESULTS.md (default); report: only rewrite RESULTS.md")
+    p.add_argument(
+        "action",
+        nargs="?",
+        choices=("run", "report"),
+        default="run",
+        help="run: measure the parts, then write RESULTS.md (default); report: only rewrite RESULTS.md",
+    )
     p.add_argument("--only", nargs="+", choices=list(PARTS), default=list(PARTS), help="run only these parts")
-    p.add_argument("--dir", default=None,
-                   help="where RESULTS.md, results/ and plots/ go (default: benchmarks/; with --smoke a temporary "
-                        "directory)")
+    p.add_argument(
+        "--dir",
+        default=None,
+        help="where RESULTS.md, results/ and plots/ go (default: benchmarks/; with --smoke a temporary directory)",
+    )
     p.add_argument("--scratch", default=str(HERE / "out"), help="scratch output (temporary stores)")
     p.add_argument("--cache", default=str(HERE / "out" / "cache"), help="embedding cache directory")
     p.add_argument("--locomo", default=None, help="LoCoMo JSON file (default ../shared/data/locomo/locomo-dev.json)")
     p.add_argument("--limit", type=int, default=None, help="LoCoMo: only the first N conversations")
     p.add_argument("--max-questions", type=int, default=None, help="LoCoMo: only the first N questions each")
-    p.add_argument("--workers", type=int, default=1,
-                   help="quality: conversations measured at once, each in a process of its own (same figures)")
-    p.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000, 1_000_000],
-                   help="speed: store sizes in sentences")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="quality: conversations measured at once, each in a process of its own (same figures)",
+    )
+    p.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[1000, 10_000, 100_000, 1_000_000],
+        help="speed: store sizes in sentences",
+    )
     p.add_argument("--queries", type=int, default=200, help="speed: queries timed per size")
     p.add_argument("--gate-candidates", type=int, default=200, help="speed, gate: candidates timed through the gate")
-    p.add_argument("--max-build-hours", type=float, default=6.0,
-                   help="speed: skip a size whose ingest is expected to take longer (reported as skipped)")
+    p.add_argument(
+        "--max-build-hours",
+        type=float,
+        default=6.0,
+        help="speed: skip a size whose ingest is expected to take longer (reported as skipped)",
+    )
     p.add_argument("--real-embed-max", type=int, default=10_000, help="speed: largest size embedded for real")
     p.add_argument("--in-process", action="store_true", help="speed: no child processes (approximate RSS)")
     p.add_argument("--turns", type=int, default=1000, help="write: turns written")
     p.add_argument("--write-locomo", action="store_true", help="write: take the turns from the LoCoMo file")
     p.add_argument("--scopes", type=int, default=10_000, help="scopes: how many small scopes (5 messages each)")
-    p.add_argument("--pg-url", default=os.environ.get("SGMEM_BENCH_PG_URL") or os.environ.get("SGMEM_TEST_PG_URL"),
-                   help="postgres: a PostgreSQL server (the part records why it was skipped when none answers)")
-    p.add_argument("--pgvector-url", default=os.environ.get("SGMEM_BENCH_PGVECTOR_URL"),
-                   help="postgres: a server with pgvector for LangGraph's PostgresStore (the peer)")
+    p.add_argument(
+        "--pg-url",
+        default=os.environ.get("SGMEM_BENCH_PG_URL") or os.environ.get("SGMEM_TEST_PG_URL"),
+        help="postgres: a PostgreSQL server (the part records why it was skipped when none answers)",
+    )
+    p.add_argument(
+        "--pgvector-url",
+        default=os.environ.get("SGMEM_BENCH_PGVECTOR_URL"),
+        help="postgres: a server with pgvector for LangGraph's PostgresStore (the peer)",
+    )
     p.add_argument("--smoke", action="store_true", help="toy sizes everywhere, into a temporary directory")
     return p
 
@@ -77,8 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.smoke:
         _smoke(args)
-    directory = Path(args.dir) if args.dir else (
-        Path(tempfile.mkdtemp(prefix="sgmem-bench-smoke-")) if args.smoke else HERE)
+    directory = (
+        Path(args.dir) if args.dir else (Path(tempfile.mkdtemp(prefix="sgmem-bench-smoke-")) if args.smoke else HERE)
+    )
     directory = directory.resolve()
     say = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     if args.action == "run":
@@ -101,8 +128,9 @@ def main(argv: list[str] | None = None) -> int:
                 shared.append(CachingEmbedder(default_embedder(), args.cache))
             return shared[0]
 
-        ctx = Context(args, Path(args.locomo) if args.locomo else default_locomo_path(), embedder, out,
-                      directory / "plots", say)
+        ctx = Context(
+            args, Path(args.locomo) if args.locomo else default_locomo_path(), embedder, out, directory / "plots", say
+        )
         for part in [p for p in PARTS if p in args.only]:
             mod = module(part)
             if mod is None:

@@ -36,8 +36,10 @@ CUTOFF_HOW = (
 
 
 def _acc(values: dict[str, dict[str, dict[str, list[float]]]]) -> dict[str, Any]:
-    return {cond: {label: {conv: [round(sum(v), 6), len(v)] for conv, v in per.items()} for label, per in labels.items()}
-            for cond, labels in values.items()}
+    return {
+        cond: {label: {conv: [round(sum(v), 6), len(v)] for conv, v in per.items()} for label, per in labels.items()}
+        for cond, labels in values.items()
+    }
 
 
 def run_part(ctx: Any) -> dict[str, Any]:
@@ -87,8 +89,14 @@ def _chat_result(raw: dict[str, Any]) -> Any:
             n = sum(int(c[1]) for c in cells)
             return 100.0 * sum(c[0] for c in cells) / n if n else float("nan")
 
-    return Stored(raw["k"], raw["settings"], raw["values"], raw["chosen"], raw["conversations"],
-                  {c: (int(v[0]), int(v[1])) for c, v in raw["filler_why"].items()})
+    return Stored(
+        raw["k"],
+        raw["settings"],
+        raw["values"],
+        raw["chosen"],
+        raw["conversations"],
+        {c: (int(v[0]), int(v[1])) for c, v in raw["filler_why"].items()},
+    )
 
 
 def _sweep(raw: dict[str, Any]) -> Any:
@@ -99,8 +107,10 @@ def _sweep(raw: dict[str, Any]) -> Any:
     sweep.answers = [None if a is None else (a[0], a[1]) for a in raw["answers"]]
     sweep.evidence = [(r, b) for r, b in raw["evidence"]]
     # per scope and threshold the count of emptied contexts among n questions, as the 0/1 list it summarises
-    sweep.empty = {scope: {float(t): [1.0] * int(v[0]) + [0.0] * (int(v[1]) - int(v[0])) for t, v in per.items()}
-                   for scope, per in raw["empty"].items()}
+    sweep.empty = {
+        scope: {float(t): [1.0] * int(v[0]) + [0.0] * (int(v[1]) - int(v[0])) for t, v in per.items()}
+        for scope, per in raw["empty"].items()
+    }
     return sweep
 
 
@@ -113,9 +123,12 @@ def render_part(raw: dict[str, Any]) -> str:
     out = [HOW, render_chat(_chat_result(raw))]
     if "cutoffs" in raw:
         c = raw["cutoffs"]
-        out += ["### The relevance cutoff: answers kept, unrelated questions emptied", CUTOFF_HOW
-                + f" The default for MiniLM: `Config.min_relevance` {c['default']:g} with `relative_relevance` "
-                f"{c['relative']:g}.", render_cutoffs(_sweep(c), c["default"], c["relative"])]
+        out += [
+            "### The relevance cutoff: answers kept, unrelated questions emptied",
+            CUTOFF_HOW + f" The default for MiniLM: `Config.min_relevance` {c['default']:g} with `relative_relevance` "
+            f"{c['relative']:g}.",
+            render_cutoffs(_sweep(c), c["default"], c["relative"]),
+        ]
     return "\n\n".join(out)
 
 
@@ -133,9 +146,11 @@ def summary_lines(raw: dict[str, Any]) -> list[str]:
 
     name, echo_base = best("echo")
     held = res.loo("echo")
-    line = (f"- Inside a real chat, every question also asked before and answered \"I'm not sure\" (echo), "
-            f"recall@{res.k} (cat 1–4, sgmem's dialogue-act weights chosen leave-one-conversation-out): sgmem hybrid "
-            f"{held:.1f} % vs {name} {echo_base:.1f} % — **{held / echo_base:.2f}×**")
+    line = (
+        f'- Inside a real chat, every question also asked before and answered "I\'m not sure" (echo), '
+        f"recall@{res.k} (cat 1–4, sgmem's dialogue-act weights chosen leave-one-conversation-out): sgmem hybrid "
+        f"{held:.1f} % vs {name} {echo_base:.1f} % — **{held / echo_base:.2f}×**"
+    )
     if "clean" in conds:
         _, clean_base = best("clean")
         line += f" (without the echoes {res.loo('clean'):.1f} % vs {clean_base:.1f} %, {res.loo('clean') / clean_base:.2f}×)"

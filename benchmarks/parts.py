@@ -83,17 +83,24 @@ def run_command(part: str) -> str:
 def commit() -> str:
     """The checked-out commit (short), marked when tracked files differ from it."""
     try:
-        sha = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=HERE, capture_output=True,
-                             text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=HERE,
-                               capture_output=True, text=True, check=True).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short=10", "HEAD"], cwd=HERE, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=HERE,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return sha + (" (with uncommitted changes)" if dirty else "")
 
 
-def record(part: str, raw: dict[str, Any], command: str, environment: dict[str, Any], wall_s: float,
-           code: str) -> dict[str, Any]:
+def record(
+    part: str, raw: dict[str, Any], command: str, environment: dict[str, Any], wall_s: float, code: str
+) -> dict[str, Any]:
     """One part's stored results: what produced them (``code``: :func:`commit` when the run started) and the raw
     figures."""
     return {
@@ -137,14 +144,19 @@ def _provenance(rec: dict[str, Any]) -> str:
     load = env.get("load")
     busy = bool(load) and load[0] > (env.get("cores") or 1)
     versions = ", ".join(f"{k} {v}" for k, v in env.get("versions", {}).items() if v != "not installed")
-    return "\n".join([
-        f"*Measured {rec['date']} by `{rec['command']}` (commit {rec['commit']}, {rec['wall_s'] / 60:.1f} min).*",
-        f"*Machine: {env['cpu']}, {env['cores']} CPUs, {env.get('ram_gb')} GiB RAM, {env['os']}; load average at "
-        f"start {' / '.join(map(str, load)) if load else 'n/a'}"
-        + (" (busy: other work shared the CPUs, so absolute timings are pessimistic; ratios come from the same run)"
-           if busy else "")
-        + f"; Python {env['python']}, {versions}.*",
-    ])
+    return "\n".join(
+        [
+            f"*Measured {rec['date']} by `{rec['command']}` (commit {rec['commit']}, {rec['wall_s'] / 60:.1f} min).*",
+            f"*Machine: {env['cpu']}, {env['cores']} CPUs, {env.get('ram_gb')} GiB RAM, {env['os']}; load average at "
+            f"start {' / '.join(map(str, load)) if load else 'n/a'}"
+            + (
+                " (busy: other work shared the CPUs, so absolute timings are pessimistic; ratios come from the same run)"
+                if busy
+                else ""
+            )
+            + f"; Python {env['python']}, {versions}.*",
+        ]
+    )
 
 
 INTRO = (
@@ -175,5 +187,12 @@ def render_results(records: dict[str, dict[str, Any]], title: str = "sgmem bench
         sections += [f"## {heading}", "", _provenance(rec), "", mod.render_part(rec["raw"]).strip(), ""]
     head = [f"# {title}", "", INTRO, ""]
     if summary:
-        head += ["## Summary", "", *summary, ""]
+        head += [
+            "## Summary",
+            "",
+            *summary,
+            "",
+            "Each line is taken from the section below that measured it, which names its command and date.",
+            "",
+        ]
     return "\n".join(head + sections).rstrip() + "\n"

@@ -467,7 +467,7 @@ def render_part(raw: dict[str, Any]) -> str:
            "### Bulk ingest vs the embedding floor", BULK_HOW, bulk.render(raw["bulk"]),
            "### Similarity edges: recall against an exact kNN graph", KNN_HOW]
     knn = raw["knn"]
-    out.append(f"Not run: {knn['skipped']}." if "skipped" in knn else knn_recall.render(knn["rows"]))
+    out.append(f"Not run: {knn['skipped']}." if "skipped" in knn else knn_recall.render(knn["rows"], cost="kNN step µs/sentence"))
     return "\n\n".join(out)
 
 
