@@ -390,9 +390,11 @@ def render_part(raw: dict[str, Any]) -> str:
     if "skipped" in raw:
         return f"Not run: {raw['skipped']}."
     text = render(raw["agreement"], raw["throughput"], raw["peer"], raw["dense"], raw["refresh"])
-    if raw.get("peer_skipped"):
-        text += (f"\n\nLangGraph `PostgresStore` peer not run: {raw['peer_skipped']} (it needs pgvector; pass "
-                 "`--pgvector-url`).")
+    why = raw.get("peer_skipped")
+    if why:
+        why = "no server with pgvector was given" if why.startswith("no server URL") else why
+        text += (f"\n\nLangGraph `PostgresStore` (the peer) and the server-side dense path not run: {why} (they "
+                 "need pgvector: `--pgvector-url` or `SGMEM_BENCH_PGVECTOR_URL`).")
     return text
 
 
