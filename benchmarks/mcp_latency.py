@@ -155,6 +155,14 @@ def render_part(raw: dict[str, Any]) -> str:
     return HOW + "\n\n" + render(raw)
 
 
+def summary_lines(raw: dict[str, Any]) -> list[str]:
+    if "skipped" in raw:
+        return []
+    recall, cli = statistics.median(raw["recall_ms"]), statistics.median(raw["cli_s"])
+    return [f"- A `recall` tool call of a running `sgmem mcp`: {recall:.1f} ms vs a cold `sgmem search` process "
+            f"{cli:.1f} s — **{cli * 1000 / recall:.0f}× faster**."]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.mcp_latency", description=__doc__.splitlines()[0])
     p.add_argument("--notes", type=int, default=30, help="notes remembered before the recalls (30)")

@@ -149,6 +149,14 @@ def render_part(raw: dict[str, Any]) -> str:
     return HOW + "\n\n" + render(raw["rows"])
 
 
+def summary_lines(raw: dict[str, Any]) -> list[str]:
+    if "skipped" in raw:
+        return []
+    r = raw["rows"][-1]
+    return [f"- LangGraph store search over {r['items']:,} items, p50: `SGMemStore` {r['SGMemStore']['p50_ms']:.1f} ms vs "
+            f"`InMemoryStore(index=...)` {r['InMemoryStore']['p50_ms']:.1f} ms, same model — **{r['ratio_p50']:.2f}×**."]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.store", description=__doc__.split("\n\n")[0])
     ap.add_argument("--items", type=int, nargs="+", default=[1000])
