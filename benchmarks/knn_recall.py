@@ -21,10 +21,8 @@ Costs are the engine's milliseconds per add (``AddResult.timings_ms``, the
 lookup embedder costs nothing), per sentence, over the whole ingest and its
 last 10 %, both rules in the same run, their adds interleaved.
 
-Run: ``python -m benchmarks.knn_recall --npz benchmarks/out/cache/embeddings-*.npz --sizes 10000 100000``;
-``--locomo ../shared/data/locomo/locomo-dev.json --cache benchmarks/out/cache`` measures instead LoCoMo
-evidence recall@10 under each rule: the hybrid with its graph weight chosen leave-one-conversation-out
-(:data:`GRAPH_GRID`), and ``mode="graph"``.
+Part of the ``speed`` part of ``python -m benchmarks`` (the ``--direct`` form); alone:
+``python -m benchmarks.knn_recall --npz benchmarks/out/cache/embeddings-*.npz --sizes 10000 100000 [--direct]``.
 """
 
 from __future__ import annotations
@@ -227,45 +225,6 @@ def direct(vecs: np.ndarray, rules: Sequence[str] = ("earlier", "knn"), sample: 
     ]
 
 
-#: the hybrid's graph weight, chosen per fold (the shipped 0.15 was tuned with the earlier rule's graph)
-GRAPH_GRID = {"hybrid.w_graph": [0.0, 0.075, 0.3, 0.6]}
-
-
-def locomo_rules(file: str, cache: str | None, limit: int | None = None) -> str:
-    """LoCoMo dev evidence recall@10 under each rule: the hybrid with ``w_graph`` chosen leave-one-conversation-out,
-    and ``mode="graph"`` (nothing tuned), from one ingest per rule (embeddings cached)."""
-    import sgmem
-    from sgmem.embed import default_embedder
-    from sgmem.eval import CachingEmbedder
-    from sgmem.eval.locomo import load_locomo
-    from sgmem.eval.loo import loo, prepare, recall_metric
-
-    embedder: Any = default_embedder()
-    if cache:
-        embedder = CachingEmbedder(embedder, cache)
-    convs = load_locomo(file, limit)
-    lines = [
-        "| knn_rule | hybrid recall@10, w_graph chosen LOO (held-out) | hybrid, defaults (in-sample) "
-        "| graph recall@10 | ingest s |",
-        "|---|---|---|---|---|",
-    ]
-    base = sgmem.Config()
-    for rule in ("earlier", "knn"):
-        cfg = base.with_(graph=dataclasses.replace(base.graph, knn_rule=rule))  # type: ignore[arg-type]
-        t0 = time.perf_counter()
-        with prepare(convs, embedder, config=cfg) as prep:
-            ingest_s = time.perf_counter() - t0
-            hyb = loo(prep, GRAPH_GRID, recall_metric())
-            graph = loo(prep, {}, recall_metric(mode="graph"))
-        lines.append(
-            f"| {rule} | {hyb.loo(0):.1f} | {hyb.in_sample(0):.1f} | {graph.in_sample(0):.1f} | {ingest_s:.0f} |"
-        )
-        print(lines[-1], file=sys.stderr)
-    if isinstance(embedder, CachingEmbedder):
-        embedder.save()
-    return "\n".join(lines)
-
-
 def render(rows: list[dict[str, Any]], command: str = "", cost: str = "engine µs/sentence") -> str:
     lines = [
         f"| sentences | knn_rule | edge recall vs global kNN (k=3, tie-aware) | edges | {cost} "
@@ -285,8 +244,6 @@ def render(rows: list[dict[str, Any]], command: str = "", cost: str = "engine µ
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.knn_recall", description=__doc__.split("\n")[0])
     p.add_argument("--npz", help="an sgmem.eval.CachingEmbedder .npz of real sentence vectors")
-    p.add_argument("--locomo", help="instead: LoCoMo recall@10 per rule (hybrid LOO-tuned w_graph, graph mode)")
-    p.add_argument("--cache", help="with --locomo: the embedding cache directory")
     p.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     p.add_argument("--noise", type=float, default=0.5)
     p.add_argument("--out", help="also write the Markdown table here")
@@ -297,14 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     command = "python -m benchmarks.knn_recall " + " ".join(argv if argv is not None else sys.argv[1:])
-    if args.locomo:
-        report = locomo_rules(args.locomo, args.cache) + f"\n\n`{command}`"
-        print(report)
-        if args.out:
-            Path(args.out).write_text(report + "\n", encoding="utf-8")
-        return 0
     if not args.npz:
-        p.error("--npz (vectors for the edge recall) or --locomo is required")
+        p.error("--npz (vectors for the edge recall) is required")
     base = np.load(args.npz)["vecs"].astype(np.float32)
     if args.direct:
         rows = []

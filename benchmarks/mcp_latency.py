@@ -1,6 +1,7 @@
 """What a tool call of ``sgmem mcp`` costs once the server is up, against a cold ``sgmem search`` in the same run.
 
-``python -m benchmarks.mcp_latency [--notes 30] [--calls 20] [--cli-runs 3]``
+The ``mcp`` part of ``python -m benchmarks``; alone,
+``python -m benchmarks.mcp_latency [--notes 30] [--calls 20] [--cli-runs 3]``.
 
 One ``sgmem mcp`` server (the real command, default MiniLM, a fresh SQLite
 store) is driven through the MCP SDK's own stdio client: its start-up (spawn
@@ -104,15 +105,21 @@ def run(notes_n: int, calls: int, cli_runs: int) -> dict[str, Any]:
     return res
 
 
-def report(res: dict[str, Any], command: str, env: dict[str, Any]) -> str:
-    """The Markdown section: the figures and the ratio to the cold CLI."""
+TITLE = "MCP server: a tool call after start-up"
+
+HOW = (
+    "The real `sgmem mcp` (default MiniLM, a fresh SQLite store) driven by the MCP SDK's stdio client: notes "
+    "remembered (the demo conversation's messages), then the demo's questions recalled. The baseline, in the "
+    "same run and on the same store, is a cold `sgmem search` process: what a lookup costs without a resident "
+    "server."
+)
+
+
+def render(res: dict[str, Any]) -> str:
+    """The figures and the ratio to the cold CLI."""
     recall = statistics.median(res["recall_ms"])
     cli = statistics.median(res["cli_s"])
     lines = [
-        "## MCP server: a tool call after start-up",
-        "",
-        render_environment(env, command),
-        "",
         "| what | time |",
         "|---|---|",
         f"| `sgmem mcp` start-up (spawn → `initialize` answered; model load included) | {res['startup_s']:.2f} s |",
@@ -127,6 +134,33 @@ def report(res: dict[str, Any], command: str, env: dict[str, Any]) -> str:
         f"cold `sgmem search` ({cli:.2f} s), which loads the model each time.",
     ]
     return "\n".join(lines)
+
+
+def report(res: dict[str, Any], command: str, env: dict[str, Any]) -> str:
+    """The Markdown section of ``python -m benchmarks.mcp_latency``: heading, environment, figures."""
+    return "\n".join([f"## {TITLE}", "", render_environment(env, command), "", render(res)])
+
+
+def run_part(ctx: Any) -> dict[str, Any]:
+    try:
+        import mcp  # noqa: F401
+    except ImportError as exc:
+        return {"skipped": f"the MCP SDK is not installed ({exc})"}
+    return run(*((3, 3, 1) if ctx.args.smoke else (30, 20, 3)))
+
+
+def render_part(raw: dict[str, Any]) -> str:
+    if "skipped" in raw:
+        return f"Not run: {raw['skipped']}."
+    return HOW + "\n\n" + render(raw)
+
+
+def summary_lines(raw: dict[str, Any]) -> list[str]:
+    if "skipped" in raw:
+        return []
+    recall, cli = statistics.median(raw["recall_ms"]), statistics.median(raw["cli_s"])
+    return [f"- A `recall` tool call of a running `sgmem mcp`: {recall:.1f} ms vs a cold `sgmem search` process "
+            f"{cli:.1f} s — **{cli * 1000 / recall:.0f}× faster**."]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -361,25 +361,40 @@ def render(
     return "\n".join(lines)
 
 
-def run_part(url: str | None, vector_url: str | None, locomo: Path, embedder: Any,
-             max_questions: int | None = None, adds: int = 20, writers: tuple[int, ...] = (1, 2, 4)) -> str:
-    """The ``postgres`` part of ``python -m benchmarks``: its Markdown, or why it was skipped.
+TITLE = "PostgreSQL store: many hosts, one truth"
 
-    ``embedder`` is a callable returning the (cached MiniLM) embedder, so nothing loads when skipped.
-    """
+
+def run_part(ctx: Any) -> dict[str, Any]:
+    """Agreement with the embedded store, the LangGraph peer, dense paths, refresh cost, throughput; or why not."""
+    smoke = ctx.args.smoke
+    url, vector_url, locomo = ctx.args.pg_url, ctx.args.pgvector_url, ctx.locomo
     why = reachable(url)
     if why:
-        msg = f"Not run: {why}."
-        print(f"PostgreSQL benchmark skipped: {why}", file=sys.stderr)
-        return msg
+        ctx.progress(f"PostgreSQL benchmark skipped: {why}")
+        return {"skipped": why}
     assert url is not None
-    agree = agreement(url, locomo, embedder(), 0, max_questions) if locomo.exists() else None
+    max_q = 10 if smoke else ctx.args.max_questions
+    raw: dict[str, Any] = {}
+    raw["agreement"] = agreement(url, locomo, ctx.embedder(), 0, max_q) if locomo.exists() else None
     vwhy = reachable(vector_url)
-    peer = None if vwhy or not locomo.exists() else langgraph_peer(str(vector_url), locomo, embedder(), 0, max_questions)
-    dense = None if vwhy or not locomo.exists() else dense_paths(str(vector_url), locomo, embedder(), 0, max_questions)
-    text = render(agree, throughput(url, writers, adds=adds), peer, dense, refresh_cost(url, rounds=3))
-    if vwhy:
-        text += f"\n\nLangGraph `PostgresStore` peer not run: {vwhy} (it needs pgvector; pass --pgvector-url)."
+    ok = not vwhy and locomo.exists()
+    raw["peer"] = langgraph_peer(str(vector_url), locomo, ctx.embedder(), 0, max_q) if ok else None
+    raw["dense"] = dense_paths(str(vector_url), locomo, ctx.embedder(), 0, max_q) if ok else None
+    raw["throughput"] = throughput(url, (1, 2) if smoke else (1, 2, 4), adds=2 if smoke else 20)
+    raw["refresh"] = refresh_cost(url, rounds=3)
+    raw["peer_skipped"] = vwhy
+    return raw
+
+
+def render_part(raw: dict[str, Any]) -> str:
+    if "skipped" in raw:
+        return f"Not run: {raw['skipped']}."
+    text = render(raw["agreement"], raw["throughput"], raw["peer"], raw["dense"], raw["refresh"])
+    why = raw.get("peer_skipped")
+    if why:
+        why = "no server with pgvector was given" if why.startswith("no server URL") else why
+        text += (f"\n\nLangGraph `PostgresStore` (the peer) and the server-side dense path not run: {why} (they "
+                 "need pgvector: `--pgvector-url` or `SGMEM_BENCH_PGVECTOR_URL`).")
     return text
 
 

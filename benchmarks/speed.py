@@ -21,9 +21,12 @@ exclude embedding and their raw-embedding rate is measured on a sample of
 ``--raw-sample`` texts. Each size is built and then queried in fresh child
 processes, so resident memory is measured cleanly.
 
-Usage::
+The ``speed`` part of ``python -m benchmarks`` (:func:`run_part`) adds the engine alone at scale
+(:mod:`benchmarks.scale`, a stand-in embedder), bulk ingest against the embedding floor
+(:mod:`benchmarks.bulk`) and the similarity edges' recall against an exact kNN graph
+(:mod:`benchmarks.knn_recall`)::
 
-    python -m benchmarks.speed --sizes 1000 10000 100000 1000000 --out benchmarks/out/speed.md
+    python -m benchmarks --only speed --sizes 1000 10000 100000
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from benchmarks.synth import PEOPLE, PLACES, conversation, sentences
 
 __all__ = ["QUESTIONS", "build_store", "measure", "modes", "query_store", "run_size"]
 
-# the entity layer is opt-in (Config.entities): its mode is measured by benchmarks/entity_cost.py
+# the entity layer is opt-in (Config.entities) and not part of this comparison
 def _modes() -> tuple[str, ...]:
     import sgmem
 
@@ -394,6 +397,98 @@ def main(argv: list[str] | None = None) -> int:
     if args.plots:
         plot(results, Path(args.plots))
     return 0
+
+
+# ------------------------------------------------------------------ the part
+TITLE = "Speed and scale"
+
+ENGINE_HOW = (
+    "The engine alone: one scope built a session at a time with a stand-in hashing embedder (384 dimensions, "
+    "no model), so the figures are sgmem's own cost per sentence; resident memory with the libraries loaded "
+    "first (the cold figure beside it); query latency per mode against FAISS flat and HNSW over the same "
+    "vectors; the similarity edges' recall against an exact kNN of every vector. Also "
+    "`python -m benchmarks.scale --sizes N ...` alone."
+)
+BULK_HOW = (
+    "`Memory.add` of many sessions in one call (the bulk path) against one `embedder.embed` call over the "
+    "same texts: the floor no ingest can beat."
+)
+KNN_HOW = (
+    "Each sentence's `k` nearest sentences (`GraphConfig.knn_k`) kept by the write path, add by add (24 "
+    "sentences each), against the exact kNN of all the vectors at the end (tie-aware, a seeded sample of 2,000 "
+    "sentences): `knn_rule=\"knn\"` (the default: lists stay the k nearest of all sentences present) and "
+    "`\"earlier\"` (a new sentence links only to earlier ones). Vectors: real MiniLM vectors of LoCoMo "
+    "sentences from the embedding cache, and beyond their number a stored vector plus Gaussian noise of norm "
+    "0.5. The engine's kNN step alone, no store. Also `python -m benchmarks.knn_recall --direct`."
+)
+
+
+def _knn_rows(sizes: list[int], cache: str, progress: Any) -> dict[str, Any]:
+    from benchmarks import knn_recall
+
+    npz = sorted(Path(cache).glob("embeddings-*.npz"))
+    if not npz:
+        return {"skipped": f"no embedding cache (embeddings-*.npz) in {Path(cache).name}/ to draw vectors from"}
+    base = np.load(npz[0])["vecs"].astype(np.float32)
+    rows: list[dict[str, Any]] = []
+    for n in sizes:
+        if progress:
+            progress(f"kNN edge recall at {n:,} sentences")
+        rows += knn_recall.direct(knn_recall.lookup_vectors(base, n))
+    return {"rows": rows, "real_vectors": int(len(base))}
+
+
+def run_part(ctx: Any) -> dict[str, Any]:
+    """Ingest, query, memory and gate cost at every size; the engine at scale; bulk ingest; kNN edge recall."""
+    from benchmarks import bulk, scale, speed_report
+
+    a = ctx.args
+    ctx.progress(f"speed: sizes {a.sizes}")
+    speed = measure(a.sizes, real_embed_max=a.real_embed_max, n_queries=a.queries, gate_candidates=a.gate_candidates,
+                    cache_dir=a.cache, max_build_hours=a.max_build_hours, isolate=not a.in_process,
+                    progress=ctx.progress)
+    speed_report.plot(speed, ctx.plots)
+    big = [n for n in a.sizes if n >= 10_000] or [max(a.sizes)]
+    ctx.progress(f"engine scale: sizes {big}")
+    engine = scale.measure(big, n_queries=min(a.queries, 100), progress=ctx.progress,
+                           max_build_s=a.max_build_hours * 3600 if a.max_build_hours else None)
+    ctx.progress("bulk ingest vs the embedding floor")
+    bulk_res = bulk.measure(min(2000, max(a.sizes)), embedder=ctx.embedder().base)
+    knn = _knn_rows([n for n in big if n <= 100_000] or [min(big)], a.cache, ctx.progress)
+    return {"speed": {str(n): r for n, r in sorted(speed.items())}, "engine": engine, "bulk": bulk_res, "knn": knn}
+
+
+def render_part(raw: dict[str, Any]) -> str:
+    from benchmarks import bulk, knn_recall, scale, speed_report
+
+    speed = {int(n): r for n, r in raw["speed"].items()}
+    out = [speed_report.render(speed), "![scale](plots/speed_scale.png)",
+           "### The engine at scale (stand-in embedder)", ENGINE_HOW, scale.render(raw["engine"]),
+           "### Bulk ingest vs the embedding floor", BULK_HOW, bulk.render(raw["bulk"]),
+           "### Similarity edges: recall against an exact kNN graph", KNN_HOW]
+    knn = raw["knn"]
+    out.append(f"Not run: {knn['skipped']}." if "skipped" in knn else knn_recall.render(knn["rows"], cost="kNN step µs/sentence"))
+    return "\n\n".join(out)
+
+
+def summary_lines(raw: dict[str, Any]) -> list[str]:
+    speed = {int(n): r for n, r in raw["speed"].items()}
+    rows = [r for _, r in sorted(speed.items()) if "skipped" not in r]
+    out: list[str] = []
+    real = [r for r in rows if r.get("ingest_ratio")]
+    if real:
+        r = real[-1]
+        out.append(f"- Ingest at {r['sentences']:,} sentences runs at **{r['ingest_ratio']:.2f}×** the raw "
+                   "embedding throughput of the same texts.")
+    if rows:
+        r = rows[-1]
+        out.append(f"- Query p50 at {r['sentences']:,} sentences: hybrid {r['hybrid_p50']:.1f} ms = "
+                   f"**{r['hybrid_p50'] / r['dense_p50']:.2f}×** dense FAISS ({r['dense_p50']:.1f} ms), same run.")
+        g = r.get("gate") or {}
+        if g.get("exact_p50_us") and g.get("flat_p50_us"):
+            out.append(f"- One novelty-gate decision against {g['memories']:,} memories: {g['exact_p50_us']:.0f} µs "
+                       f"exact = **{g['exact_p50_us'] / g['flat_p50_us']:.1f}×** a flat top-1 search.")
+    return out
 
 
 if __name__ == "__main__":

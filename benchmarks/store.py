@@ -10,7 +10,7 @@ Reported: p50 and p95 search latency per store and their ratio
 first 20 items; the rest are put in batches of 100), and whether the two agree
 on the best item.
 
-Run::
+The ``store`` part of ``python -m benchmarks`` (1,000 items, 100 queries); alone::
 
     python -m benchmarks.store                       # 1,000 items, 100 queries
     python -m benchmarks.store --items 200 5000 --queries 50
@@ -29,7 +29,7 @@ from typing import Any
 from benchmarks.env import command_line, environment, render_environment
 from benchmarks.synth import conversation
 
-__all__ = ["main", "measure"]
+__all__ = ["TITLE", "main", "measure", "render", "render_part", "run_part"]
 
 
 def _texts(n: int) -> list[str]:
@@ -104,6 +104,57 @@ def measure(n_items: int, n_queries: int, n_namespaces: int, durable: bool) -> d
     out["ratio_p50"] = out["SGMemStore"]["p50_ms"] / out["InMemoryStore"]["p50_ms"]
     out["ratio_p95"] = out["SGMemStore"]["p95_ms"] / out["InMemoryStore"]["p95_ms"]
     return out
+
+
+TITLE = "LangGraph store: SGMemStore search vs InMemoryStore"
+
+HOW = (
+    "Both LangGraph stores hold the same items (one `text` field each, sentences of synthetic conversations) "
+    "in 10 namespaces, indexed on `[\"text\"]` with the same MiniLM (`SGMemEmbeddings` for `InMemoryStore`, "
+    "the Memory's own for `SGMemStore`, in RAM), and answer the same queries over the `(\"users\",)` prefix, "
+    "`limit=10`, alternating store by store so that machine load hits both alike. Ratio = SGMemStore ÷ "
+    "InMemoryStore (below 1: faster)."
+)
+
+
+def render(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| items | namespaces | InMemoryStore p50 / p95 ms | SGMemStore p50 / p95 ms | **ratio p50** | ratio p95 "
+        "| single put ms (InMemory / SGMem) | same best item |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        a, b = r["InMemoryStore"], r["SGMemStore"]
+        lines.append(
+            f"| {r['items']:,} | {r['namespaces']} | {a['p50_ms']:.2f} / {a['p95_ms']:.2f} | {b['p50_ms']:.2f} / "
+            f"{b['p95_ms']:.2f} | **{r['ratio_p50']:.2f}×** | {r['ratio_p95']:.2f}× | {a['put_ms']:.1f} / "
+            f"{b['put_ms']:.1f} | {r['agree']}/{r['queries']} |"
+        )
+    return "\n".join(lines)
+
+
+def run_part(ctx: Any) -> dict[str, Any]:
+    try:
+        import langgraph.store.memory  # noqa: F401
+    except ImportError as exc:
+        return {"skipped": f"LangGraph is not installed ({exc})"}
+    n, q = (60, 5) if ctx.args.smoke else (1000, 100)
+    ctx.progress(f"store: {n} items, {q} queries")
+    return {"rows": [measure(n, q, 10, False)]}
+
+
+def render_part(raw: dict[str, Any]) -> str:
+    if "skipped" in raw:
+        return f"Not run: {raw['skipped']}."
+    return HOW + "\n\n" + render(raw["rows"])
+
+
+def summary_lines(raw: dict[str, Any]) -> list[str]:
+    if "skipped" in raw:
+        return []
+    r = raw["rows"][-1]
+    return [f"- LangGraph store search over {r['items']:,} items, p50: `SGMemStore` {r['SGMemStore']['p50_ms']:.1f} ms vs "
+            f"`InMemoryStore(index=...)` {r['InMemoryStore']['p50_ms']:.1f} ms, same model — **{r['ratio_p50']:.2f}×**."]
 
 
 def main(argv: list[str] | None = None) -> int:

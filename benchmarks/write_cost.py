@@ -20,17 +20,15 @@ tokens per task:
 * **sgmem, no LLM** — ``Memory()`` without a model: zero calls by construction,
   and the same retrieval features through their LLM-free rules.
 
-Usage::
+The ``write`` part of ``python -m benchmarks``::
 
-    python -m benchmarks.write_cost --turns 1000
+    python -m benchmarks --only write --turns 1000
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -40,7 +38,19 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CountingLLM", "Mem0StyleWriter", "WriteCost", "plot", "render", "run_write_cost", "turn_stream"]
+__all__ = [
+    "TITLE",
+    "CountingLLM",
+    "Mem0StyleWriter",
+    "WriteCost",
+    "plot",
+    "render",
+    "render_part",
+    "run_part",
+    "run_write_cost",
+    "summary_lines",
+    "turn_stream",
+]
 
 ADD_SIZE = 8  # messages per add (SAGE's LoCoMo runs)
 
@@ -376,24 +386,36 @@ def plot(wc: WriteCost, directory: Path) -> Path:
     return path
 
 
-def main(argv: list[str] | None = None) -> int:
-    import os
-
-    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    p.add_argument("--turns", type=int, default=1000)
-    p.add_argument("--locomo", default=None, help="take the turns from this LoCoMo file instead of synthetic ones")
-    p.add_argument("--cache", default="benchmarks/out/cache", help="embedding cache directory")
-    args = p.parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from sgmem.embed import default_embedder
-    from sgmem.eval import CachingEmbedder
-
-    emb = CachingEmbedder(default_embedder(), args.cache)
-    wc = run_write_cost(emb, args.turns, args.locomo)
-    emb.save()
-    print(render(wc))
-    return 0
+# ------------------------------------------------------------------ the part
+TITLE = "Write cost: LLM calls"
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _from_raw(raw: dict[str, Any]) -> WriteCost:
+    return WriteCost(raw["turns"], raw["adds"], raw["source"], [PathCost(**p) for p in raw["paths"]])
+
+
+def run_part(ctx: Any) -> dict[str, Any]:
+    """Every write path over the same turns (synthetic, or LoCoMo's with ``--write-locomo``); the plot."""
+    from dataclasses import asdict
+
+    locomo = ctx.locomo if ctx.args.write_locomo else None
+    wc = run_write_cost(ctx.embedder(), ctx.args.turns, locomo)
+    if locomo is not None:
+        wc.source = Path(locomo).name
+    plot(wc, ctx.plots)
+    return asdict(wc)
+
+
+def render_part(raw: dict[str, Any]) -> str:
+    return render(_from_raw(raw)) + "\n\n![write cost](plots/write_cost.png)"
+
+
+def summary_lines(raw: dict[str, Any]) -> list[str]:
+    wc = _from_raw(raw)
+    mem0 = next((p for p in wc.paths if p.name.startswith("Mem0")), None)
+    gate = next((p for p in wc.paths if "gate" in p.name), None)
+    if not (mem0 and gate and mem0.total):
+        return []
+    per = 1000 / wc.turns
+    return [f"- LLM calls per 1,000 turns written: sgmem (LLM facts, gate routing) {gate.total * per:.0f} vs "
+            f"Mem0-style {mem0.total * per:.0f} — **{gate.total / mem0.total:.2f}×**; without an LLM, 0."]

@@ -1,8 +1,8 @@
 """``python -m benchmarks.mcp_latency`` at toy size, on the test server (HashEmbedder), so it cannot rot.
 
 The full run (the real ``sgmem mcp`` with MiniLM, and cold ``sgmem search``
-processes as the baseline) loads the model three times: it is run by hand and
-its figures are in ``benchmarks/RESULTS.md``.
+processes as the baseline) loads the model four times: it is the ``mcp`` part of
+``python -m benchmarks``, its figures in ``benchmarks/RESULTS.md``.
 """
 
 from __future__ import annotations
