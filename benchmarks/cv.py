@@ -360,7 +360,7 @@ def summary_lines(raw: dict[str, Any]) -> list[str]:
         if label in ("recall@10",) or label.startswith("evidence inside"):
             ratio = f"{v / b:.2f}×" if b else "–"
             lines.append(
-                f"LoCoMo dev, cat 1–4, {label}: sgmem **{v:.1f}** nested-cross-validated (every tuned setting "
+                f"- LoCoMo dev, cat 1–4, {label}: sgmem **{v:.1f}** nested-cross-validated (every tuned setting "
                 f"chosen on the other conversations) vs {b:.1f} for {name}, the strongest baseline ({ratio})."
             )
     return lines

@@ -416,8 +416,9 @@ BULK_HOW = (
 KNN_HOW = (
     "Each sentence's `k` nearest sentences (`GraphConfig.knn_k`) kept by the write path, add by add (24 "
     "sentences each), against the exact kNN of all the vectors at the end (tie-aware, a seeded sample of 2,000 "
-    "sentences): `knn_rule=\"knn\"` (the default: lists stay the k nearest of all sentences present) and "
-    "`\"earlier\"` (a new sentence links only to earlier ones). Vectors: real MiniLM vectors of LoCoMo "
+    "sentences): `knn_rule=\"knn\"` (SGMem's kNN graph: lists stay the k nearest of all sentences present) "
+    "and `\"earlier\"` (the default: a new sentence links only to earlier ones; the nested cross-validation "
+    "of the cv part chooses it for the hybrid in every fold). Vectors: real MiniLM vectors of LoCoMo "
     "sentences from the embedding cache, and beyond their number a stored vector plus Gaussian noise of norm "
     "0.5. The engine's kNN step alone, no store. Also `python -m benchmarks.knn_recall --direct`."
 )

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import statistics
 import time
 from collections import Counter, OrderedDict
@@ -87,6 +88,17 @@ MEMO_VERSION = 1
 _UNREAD_BY_SEARCH: dict[str, Any] = {"context_turn_tokens": 40, "min_relevance": None}
 
 
+def _llm_free_repr(cfg: Config) -> str:
+    """``repr(cfg)`` without the settings that only an LLM path reads (the evaluation runs with no LLM).
+
+    A memo key stays valid when such a setting is added or its default changes: the LightGMEM relation
+    edges' ``EntityConfig.relations``/``relation_batch``/``relation_bonus`` and ``PyramidConfig.llm_keywords``
+    (``None`` = on with an LLM, so off here, written as ``False`` as the first memos had it).
+    """
+    c = repr(replace(cfg, pyramid=replace(cfg.pyramid, llm_keywords=False)))
+    return re.sub(r", relations=\w+, relation_batch=\d+, relation_bonus=[0-9.e-]+", "", c)
+
+
 @dataclass(frozen=True)
 class Axis:
     """One setting searched: a dotted :class:`sgmem.Config` path, its candidate values and the search's start."""
@@ -131,6 +143,8 @@ SEARCH_GRID: tuple[Axis, ...] = (
     Axis("graph.seeds", (5, 15, 30), 15),
     Axis("graph.gamma", (0.8, 1.0, 1.2), 1.0),
     Axis("graph.knn_k", (1, 3, 5), 3, ingest=True),
+    # the sentence graph's edge rule (GraphConfig.knn_rule): incremental "earlier" neighbours or the paper's true kNN
+    Axis("graph.knn_rule", ("earlier", "knn"), "earlier", ingest=True),
     Axis("pyramid.depth", (2, 3, 4), 3),
     Axis("pyramid.rounds", (2, 4, 8), 4),
     Axis("pyramid.query_keywords", (3, 4, 5), 4),
@@ -350,7 +364,7 @@ class Evaluator:
             # searches with min_score=0 read neither the cutoff nor the digest: a key without them stays valid
             # when their defaults change (any fixed value would do; these are the ones the first memos used)
             cfg = replace(cfg, **_UNREAD_BY_SEARCH)
-        c = repr(cfg) if isinstance(cfg, Config) else cfg
+        c = _llm_free_repr(cfg) if isinstance(cfg, Config) else cfg
         h = hashlib.sha1(f"{MEMO_VERSION}|{kind}|{c}|{self.fingerprint.get(cid, cid)}|{self.budget}".encode())
         return h.hexdigest()
 
