@@ -33,7 +33,7 @@ class ByteLRU:
     state cached while it is in use. (Evicting by key alone, a scope past the
     budget dropped its derived state when its index was stored and its index
     when its derived state was stored: every add reloaded both from SQLite,
-    an O(scope) rebuild per add — issue 14, measured as a stall of the
+    an O(scope) rebuild per add, measured as a stall of the
     100k-sentence ingest once the scope passed 256 MiB.)
     Thread-safe; values must have an ``nbytes()`` method (re-read on each
     :meth:`put`, so a value that grew in place is re-counted when stored again).

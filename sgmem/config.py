@@ -262,8 +262,8 @@ class SGRMConfig:
             ``"hnsw"`` (an HNSW index built in segment order, so only earlier
             segments are found; about segments · log segments) or ``"auto"``:
             exact below ``knn_ann_min_segments`` segments, HNSW from there on
-            (:mod:`sgmem.retrieval.sgrm`; edge recall vs exact measured by
-            ``python -m benchmarks.sgrm_edges``).
+            (:mod:`sgmem.retrieval.sgrm`; its tests check the HNSW edges'
+            tie-aware recall against the exact path).
         knn_ann_min_segments: [D] segments from which ``"auto"`` uses HNSW
             (about 5.6 sentences per segment on LoCoMo-like chat).
         knn_hnsw_m, knn_hnsw_ef_construction, knn_hnsw_ef_search: [D] HNSW's M,
@@ -378,8 +378,8 @@ class HybridConfig:
             52.6 vs 51.4 and cat 1–4 80.2 vs 79.9, but adversarial questions
             (about one speaker, answered by what the other said) 77.4 vs 79.2;
             leave-one-conversation-out five folds of six chose it, yet held out
-            it gained nothing (cat 1–4 79.8, multi-hop 51.1; benchmarks/RESULTS.md,
-            issue 15). Turn it on for memories where questions are about what
+            it gained nothing (cat 1–4 79.8, multi-hop 51.1); the nested
+            cross-validation keeps it off (benchmarks/RESULTS.md). Turn it on for memories where questions are about what
             each person said themselves.
         question_weight: [D] what a stored question counts for, against a
             statement's 1, in every channel of the turn it is in (its sentence
@@ -506,7 +506,7 @@ class Config:
             scope dirties a few hundred scattered index pages, so at 1,000 every
             second or third add paid a checkpoint; 8,192 (32 MiB of log) makes
             them rarer and lets pages written by several adds be copied once
-            (issue 14: commit time per add at 50k sentences about halved).
+            (commit time per add at 50k sentences about halved).
             Durability is unchanged (WAL, ``synchronous = NORMAL``).
         wal_checkpoint_background: [D] SQLite stores: after each commit, a
             thread of the store's own (with its own connection) copies the
@@ -602,9 +602,9 @@ class Config:
             still do). When to use it: scopes of several hundred thousand
             sentences and up, where the exact scan dominates a query; below
             that the exact scan is fast and exact. Overlap with the exact top-10
-            is measured by ``python -m benchmarks.scale`` on stand-in vectors and by
-            ``python -m benchmarks.ann_overlap`` on real MiniLM vectors (at 100k: 0.94
-            vector, 0.99 hybrid; see benchmarks/RESULTS.md).
+            is measured by ``python -m benchmarks.scale`` (see benchmarks/RESULTS.md;
+            on real MiniLM vectors at 100k it was 0.94 for the vector mode and 0.99
+            for the hybrid).
         dense_scan_threads: [D] threads that scan the sentence vectors of a
             scope of at least ``dense_scan_min_sentences`` sentences (each a
             part of the rows, cut at turn boundaries; results do not depend on
@@ -630,8 +630,8 @@ class Config:
             reductions run there (:mod:`sgmem.retrieval.device`): the same
             cosines up to float32 rounding. Smaller scopes scan on the CPU, on
             the search's own thread: a device's fixed cost per scan (0.49 ms
-            on the issue-14 host) is more than their scan's. On the GPU host of
-            issue 14 (100k sentences) it took the hybrid query from 1.65× to
+            on an H200 host) is more than their scan's. On a 16-core GPU host
+            (100k sentences) it took the hybrid query from 1.65× to
             1.15× GPU query embedding + FAISS flat. ``"cpu"`` runs that code
             through PyTorch on the CPU, slower than the default. The
             approximate index (``dense_index="hnsw"``) and a PostgreSQL
@@ -644,7 +644,8 @@ class Config:
             (:mod:`sgmem.retrieval.units`). ``"turn"`` measured better on the
             LoCoMo dev split at an equal number of turns: recall@10 cat 1–4
             79.9 vs 74.2, multi-hop 51.4 vs 40.2 (leave-one-conversation-out,
-            every fold chose the turn); see benchmarks/RESULTS.md, issue 15.
+            every fold chose the turn; the nested cross-validation in
+            benchmarks/RESULTS.md chooses it too).
     """
 
     default_mode: str = "hybrid"

@@ -243,8 +243,8 @@ def _early_knn_threads(mem: Any, idx: ScopeIndex) -> int:
     thread: two slowed the adds (simulated-GPU write path at 50k, four
     alternating runs: 488–510 against 471–483 µs/sentence). On a many-core
     host the search is split, as the in-transaction search is; there the split
-    search measured 523–596 against 625–677 engine µs/sentence (issue 14,
-    third pass, GPU host).
+    search measured 523–596 against 625–677 engine µs/sentence (on a 16-core
+    GPU host).
     """
     if mem.config.graph.knn_early_threads is not None:  # GraphConfig.knn_early_threads
         return int(mem.config.graph.knn_early_threads)

@@ -497,7 +497,7 @@ class DerivedEngine:
             if self._caches.get(scope_id) is None:
                 fresh = load_tables(conn, scope_id, self.dim, ("fact", "summary", "insight"))
             else:
-                # only what this add changed: reloading every summary cost O(sessions) per add (issue 14)
+                # only what this add changed: reloading every summary cost O(sessions) per add
                 changed = load_summaries(conn, scope_id, self.dim, applied.summary_keys)
                 if applied.insights:  # replaced as a set (a session's, or every cluster's): reloaded
                     fresh = load_tables(conn, scope_id, self.dim, ("insight",))

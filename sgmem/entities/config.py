@@ -62,7 +62,7 @@ class EntityConfig:
     Opt-in ([D], off by default): on LoCoMo dev the hybrid's entity channel gave
     cat 1–4 recall@10 80.1 vs 79.9 without it (+0.2, within noise; LOO 80.2),
     while ingest ran ~3.8× slower (every name is typed with the embedder) and
-    hybrid queries ~3× slower (benchmarks/RESULTS.md, issue 15). Turn it on with
+    hybrid queries ~3× slower (measured on LoCoMo dev). Turn it on with
     ``Config(entities=EntityConfig(enabled=True), hybrid=HybridConfig(w_entity=0.3))``
     (``mode="entity"`` needs ``enabled`` alone); messages added while it was off
     have no mentions.

@@ -273,7 +273,7 @@ class EntityCache:
     Held in the Memory's byte-bounded LRU (``Config.cache_bytes``, :mod:`sgmem.cache`) as entries of
     kind ``"entities"``, beside the retrieval indexes and the derived-memory state: an entity index
     counts its bytes (:meth:`EntityIndex.nbytes`) and is evicted like them. (A plain dict per scope
-    grew without bound with the number of scopes touched: issue 29.) Without an LRU, one of its own
+    grew without bound with the number of scopes touched.) Without an LRU, one of its own
     with no budget limit is used.
     """
 

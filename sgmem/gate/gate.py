@@ -315,7 +315,7 @@ class NoveltyGate:
         which part it is in, so the decisions are the same on any number of
         threads. At 36k facts (100k sentences) the search took 9 of an add's
         14 ms plan on one thread here; on a many-core host it was the largest
-        part of the derived stage (issue 14, GPU host).
+        part of the derived stage (a 16-core GPU host).
         """
         if len(vecs) > 1 and view.n_base and not self.use_approx(view.n_base):
             self._prefetch_exact(view, vecs)
@@ -373,7 +373,7 @@ class NoveltyGate:
         candidate (up to ``approx_min_memories`` facts, 15 MB at 384
         dimensions): bound by memory bandwidth, and the largest cost of an
         add's plan. One product for all of a plan's candidates reads the
-        facts once (issue 14: about 4 ms of an add's 6 ms plan at 50k
+        facts once (measured: about 4 ms of an add's 6 ms plan at 50k
         sentences went to ~30 separate matrix-vector products).
         :func:`base_products` gives each candidate the values it gets alone,
         so the decisions do not depend on which candidates share a plan.

@@ -4,7 +4,7 @@ A scope of N sentences used to hold N Python lists (adjacency), N strings
 (sentence texts) and a frozenset of term strings per turn; each Python
 object costs 50–200 bytes. These structures keep the same information in
 flat numpy arrays (a few bytes per entry), so a loaded scope stays near the
-size of its vectors (issue 14: ≤ 3 KiB resident per sentence at 100k).
+size of its vectors (≤ 3 KiB resident per sentence at 100k).
 
 Rows appended after a structure was built go to a small *tail* that is
 merged into the flat arrays once it outgrows a fraction of them, so an

@@ -105,7 +105,7 @@ def scan_device(config: Any, n_sentences: int) -> str | None:
     [D] ``Config.dense_device`` takes the scan from ``dense_scan_min_sentences``
     sentences on, as the scan threads do: below, a search scans on its own
     thread. A device's scan has a fixed cost (the launch, the wait, the
-    copy back: 0.49 ms at 100k sentences on the H200 host of issue 14,
+    copy back: 0.49 ms at 100k sentences on an H200 host,
     where the CPU scan took 16 ms on one thread), which a small scope's
     CPU scan undercuts; and a host serving many small scopes keeps no GPU
     copy of each. A Memory resolves ``"auto"`` when it opens

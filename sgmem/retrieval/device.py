@@ -3,10 +3,9 @@
 A query's exact scan multiplies the query by every sentence vector and
 reduces the cosines per run of one turn's sentences (max and float64 sum,
 :func:`sgmem.retrieval.dense.scan`). On a CPU it reads every vector from
-memory: at 100k sentences on the GPU hosts lent for issue 14 (16 cores), the
+memory: at 100k sentences on a 16-core GPU host, the
 scan and its reductions took 4.8–5.1 ms on 8 threads, against 1.6 ms for
-FAISS's whole flat search on 16, while the query's embedding ran on the GPU
-(benchmarks/RESULTS.md, *A GPU host*). With ``Config.dense_device`` set
+FAISS's whole flat search on 16, while the query's embedding ran on the GPU. With ``Config.dense_device`` set
 (``"cuda"``, ``"cuda:1"``, ``"mps"``; ``"cpu"`` runs the same code on the
 CPU through PyTorch, slower than the default scan) the vectors of each
 cached scope index are kept in that device's memory (4 bytes × dimension per

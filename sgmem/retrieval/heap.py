@@ -7,7 +7,7 @@ pages mapped (its mmap threshold grows to 32 MB after the first large free,
 so later temporaries come from the heap), and the process's resident size
 stays at the build's high-water mark. ``malloc_trim(0)`` returns every free
 page; measured at 100k sentences, 42 MB after the index load, 25 MB after
-the BM25 build and 65 MB after SGRM's (``python -m benchmarks.resident``).
+the BM25 build and 65 MB after SGRM's.
 It changes no data. Elsewhere than glibc (macOS, Windows, musl) it does nothing.
 """
 

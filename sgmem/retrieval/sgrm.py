@@ -24,7 +24,7 @@ and then it is added; so a segment only ever finds earlier segments (the
 §3.3 constraint holds exactly, only which earlier ones are found is
 approximate) and the build costs about ``segments · log(segments)``. The
 HNSW index is dropped once the edges are built. Edge recall against the
-exact path is measured by ``python -m benchmarks.sgrm_edges``.
+exact path is checked by the tests (tie-aware).
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ names one of the scope's speakers ("What activities does Melanie partake
 in?") matches only the turns that speaker said, weighted by its IDF over them.
 [D] Our design choice, off by default: on the LoCoMo dev split it lifts
 multi-hop recall@10 by 1.2 points and costs the adversarial questions (which
-ask about one speaker what the other said) 1.8 (benchmarks/RESULTS.md, issue 15).
+ask about one speaker what the other said) 1.8; the nested cross-validation keeps
+it off (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations

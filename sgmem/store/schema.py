@@ -256,7 +256,7 @@ CREATE INDEX entity_mentions_scope ON entity_mentions (scope_id, message_id);
 """
 _ENTITIES = ENTITY_MIGRATION
 
-# The gate's IVF centroids in a row of their own (issue 14): in gate_state, whose row every add
+# The gate's IVF centroids in a row of their own: in gate_state, whose row every add
 # rewrites, SQLite rewrote the centroids' ~0.5–2 MB of overflow pages at every add (and zeroed the
 # old ones, secure_delete). Existing centroids move over; gate_state's two columns stay, unused.
 _GATE_IVF = """
