@@ -115,6 +115,22 @@ def test_no_issue_or_session_numbers_in_user_docs() -> None:
         assert not found, f"{page.name}: {found}"
 
 
+def test_the_readme_headline_figures_are_the_results_files() -> None:
+    """Each figure of the README's headline table (sgmem, baseline, ratio) is in the Summary of the generated
+    benchmarks/RESULTS.md: rerunning the benchmarks and forgetting the README fails here."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- headline figures", 1)[1].split("\n\n", 1)[0]
+    rows = [r for r in block.splitlines() if r.startswith("| ") and "**" in r]
+    assert len(rows) == 3, rows
+    results = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    summary = results.split("## Summary", 1)[1].split("\n## ", 1)[0]
+    for row in rows:
+        figures = re.findall(r"\d+\.\d+(?= ?[%×])", row)
+        assert len(figures) == 3, row
+        line = next((s for s in summary.splitlines() if all(f in s for f in figures)), None)
+        assert line is not None, f"README figures {figures} are not one line of RESULTS.md's Summary"
+
+
 def test_the_readme_test_command_is_the_one_ci_runs() -> None:
     """.ci/run runs the README's test command verbatim: the two must not drift apart."""
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
