@@ -23,7 +23,7 @@ processes, so resident memory is measured cleanly.
 
 The ``speed`` part of ``python -m benchmarks`` (:func:`run_part`) adds the engine alone at scale
 (:mod:`benchmarks.scale`, a stand-in embedder), bulk ingest against the embedding floor
-(:mod:`benchmarks.bulk`) and the similarity edges' recall against an exact kNN graph
+(:mod:`benchmarks.bulk`); the similarity edges' recall is the ``knn`` part
 (:mod:`benchmarks.knn_recall`)::
 
     python -m benchmarks --only speed --sizes 1000 10000 100000
@@ -413,32 +413,6 @@ BULK_HOW = (
     "`Memory.add` of many sessions in one call (the bulk path) against one `embedder.embed` call over the "
     "same texts: the floor no ingest can beat."
 )
-KNN_HOW = (
-    "Each sentence's `k` nearest sentences (`GraphConfig.knn_k`) kept by the write path, add by add (24 "
-    "sentences each), against the exact kNN of all the vectors at the end (tie-aware, a seeded sample of 2,000 "
-    "sentences): `knn_rule=\"knn\"` (SGMem's kNN graph: lists stay the k nearest of all sentences present) "
-    "and `\"earlier\"` (the default: a new sentence links only to earlier ones; the nested cross-validation "
-    "of the cv part chooses it for the hybrid in every fold). Vectors: real MiniLM vectors of LoCoMo "
-    "sentences from the embedding cache, and beyond their number a stored vector plus Gaussian noise of norm "
-    "0.5. The engine's kNN step alone, no store. Also `python -m benchmarks.knn_recall --direct`."
-)
-
-
-def _knn_rows(sizes: list[int], cache: str, progress: Any) -> dict[str, Any]:
-    from benchmarks import knn_recall
-
-    npz = sorted(Path(cache).glob("embeddings-*.npz"))
-    if not npz:
-        return {"skipped": f"no embedding cache (embeddings-*.npz) in {Path(cache).name}/ to draw vectors from"}
-    base = np.load(npz[0])["vecs"].astype(np.float32)
-    rows: list[dict[str, Any]] = []
-    for n in sizes:
-        if progress:
-            progress(f"kNN edge recall at {n:,} sentences")
-        rows += knn_recall.direct(knn_recall.lookup_vectors(base, n))
-    return {"rows": rows, "real_vectors": int(len(base))}
-
-
 def run_part(ctx: Any) -> dict[str, Any]:
     """Ingest, query, memory and gate cost at every size; the engine at scale; bulk ingest; kNN edge recall."""
     from benchmarks import bulk, scale, speed_report
@@ -455,20 +429,16 @@ def run_part(ctx: Any) -> dict[str, Any]:
                            max_build_s=a.max_build_hours * 3600 if a.max_build_hours else None)
     ctx.progress("bulk ingest vs the embedding floor")
     bulk_res = bulk.measure(min(2000, max(a.sizes)), embedder=ctx.embedder().base)
-    knn = _knn_rows([n for n in big if n <= 100_000] or [min(big)], a.cache, ctx.progress)
-    return {"speed": {str(n): r for n, r in sorted(speed.items())}, "engine": engine, "bulk": bulk_res, "knn": knn}
+    return {"speed": {str(n): r for n, r in sorted(speed.items())}, "engine": engine, "bulk": bulk_res}
 
 
 def render_part(raw: dict[str, Any]) -> str:
-    from benchmarks import bulk, knn_recall, scale, speed_report
+    from benchmarks import bulk, scale, speed_report
 
     speed = {int(n): r for n, r in raw["speed"].items()}
     out = [speed_report.render(speed), "![scale](plots/speed_scale.png)",
            "### The engine at scale (stand-in embedder)", ENGINE_HOW, scale.render(raw["engine"]),
-           "### Bulk ingest vs the embedding floor", BULK_HOW, bulk.render(raw["bulk"]),
-           "### Similarity edges: recall against an exact kNN graph", KNN_HOW]
-    knn = raw["knn"]
-    out.append(f"Not run: {knn['skipped']}." if "skipped" in knn else knn_recall.render(knn["rows"], cost="kNN step µs/sentence"))
+           "### Bulk ingest vs the embedding floor", BULK_HOW, bulk.render(raw["bulk"])]
     return "\n\n".join(out)
 
 

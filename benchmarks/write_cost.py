@@ -5,12 +5,14 @@ protocol) through each path; a counting fake LLM (:class:`CountingLLM`)
 answers every prompt with plausible JSON and counts the calls and their
 tokens per task:
 
-* **sgmem, every LLM feature** — ``Memory(llm=...)`` with the paper's
-  keyword write path turned on (``PyramidConfig(llm_keywords=True)``):
-  keyword extraction and grouping (MGRetrieval), facts, merges on the novelty
-  gate's Update decisions, summaries and insights;
-* **sgmem default with an LLM** — ``Memory(llm=...)`` as shipped: the same
-  without LLM keywords (the lexical rule writes the keyword index);
+* **sgmem default with an LLM** — ``Memory(llm=...)`` as shipped, every LLM
+  feature of the write path: MGRetrieval's keyword extraction and grouping
+  (``PyramidConfig.llm_keywords`` is on wherever an LLM is given, 2 calls per
+  memory as the paper has it), facts, merges on the novelty gate's Update
+  decisions, summaries and insights;
+* **sgmem with an LLM, lexical keywords** — the same with
+  ``PyramidConfig(llm_keywords=False)``: the lexical rule writes the keyword
+  index;
 * **sgmem, facts only** — the LLM writes facts (and merges what the gate
   routes to Update); the gate routes every candidate without an LLM call,
   keywords use the lexical rule;
@@ -306,9 +308,9 @@ def run_write_cost(embedder: Any, n_turns: int = 1000, locomo: str | Path | None
     adds = list(turn_stream(n_turns, locomo))
     turns = sum(len(m) for _, m in adds)
     cfg = sgmem.Config()
-    every = cfg.with_(pyramid=dataclasses.replace(cfg.pyramid, llm_keywords=True))
-    paths = [_sgmem_path("sgmem, every LLM feature (paper keyword path)", adds, embedder, every, True)]
-    paths.append(_sgmem_path("sgmem default with an LLM", adds, embedder, cfg, True))
+    lexical = cfg.with_(pyramid=dataclasses.replace(cfg.pyramid, llm_keywords=False))
+    paths = [_sgmem_path("sgmem default with an LLM (every LLM feature)", adds, embedder, cfg, True)]
+    paths.append(_sgmem_path("sgmem with an LLM, lexical keywords (llm_keywords=False)", adds, embedder, lexical, True))
     facts_only: dict[str, Any] = {}
     if hasattr(cfg, "pyramid"):
         facts_only["pyramid"] = dataclasses.replace(cfg.pyramid, llm_keywords=False)

@@ -183,6 +183,11 @@ def test_write_cost_counts_every_llm_call(cached: Any) -> None:
         assert "other" not in p.calls, p.calls  # every prompt sgmem sent was recognised and answered
     gate = next(p for n, p in by.items() if "gate" in n)
     assert not any(t.startswith(("keywords", "mem0")) for t in gate.calls)
+    # with an LLM, MGRetrieval's keyword path is on by default; llm_keywords=False leaves keywords to the rule
+    default = next(p for n, p in by.items() if n.startswith("sgmem default"))
+    lexical = next(p for n, p in by.items() if "lexical keywords" in n)
+    assert default.calls.get("keywords: extract", 0) > 0
+    assert not any(t.startswith("keywords") for t in lexical.calls)
     assert "| sgmem, no LLM | 0 | **0.00** |" in write_cost.render(wc)
 
 

@@ -21,4 +21,4 @@ def test_the_kNN_rule_keeps_the_global_kNN_graph_and_the_earlier_rule_does_not()
     assert rows["knn"]["recall"] == pytest.approx(1.0) and rows["earlier"]["recall"] < 0.9
     direct = {r["rule"]: r for r in knn_recall.direct(vecs)}
     assert direct["knn"]["recall"] == pytest.approx(1.0) and direct["earlier"]["recall"] < 0.9
-    assert "| 300 | knn | 1.000 |" in knn_recall.render(list(rows.values()))
+    assert "| 300 | – | knn | 1.000 |" in knn_recall.render(list(rows.values()))
