@@ -201,6 +201,20 @@ def _score(res: SystemResult, ranked: list[str], evidence: set[str], category: i
         res.recall[k][category].append(len(evidence & set(ranked[:k])) / len(evidence))
 
 
+def _score_ranked(res: Any, ranked: Any, q: Any, ev: Any, ks: Any, budgets: Any, info: Any, turn_text: Any) -> None:
+    """A baseline's ranked turns: recall@k, and the evidence in each budget's block of those turns packed whole."""
+    from sgmem.eval.locomo import context_evidence
+    from sgmem.text.tokens import count_tokens
+
+    _score(res, ranked, ev, q.category, ks)
+    for b in budgets:
+        text, ids = _pack(ranked, info, b)
+        frag, whole = context_evidence(text, ids, ev, turn_text)
+        res.ctx[b][q.category].append(frag)
+        res.ctx_whole[b][q.category].append(whole)
+        res.ctx_tokens[b].append(count_tokens(text))
+
+
 def _pack(ranked: list[str], turns: dict[str, tuple[int, Any, str, str, str]], budget: int) -> tuple[str, list[str]]:
     """A baseline's ranked turns, whole, in sgmem's renderer within ``budget`` tokens."""
     from sgmem.context import ContextTurn, fit
@@ -300,24 +314,11 @@ def run_quality(
                 for res, base in zip(theirs, others, strict=True):
                     # enough ranked turns to fill the largest budget
                     depth = min(len(turns), max(kmax, max(budgets) // 8))
-                    ranked = base.search(q.question, depth)
-                    _score(res, ranked, ev, q.category, ks)
-                    for b in budgets:
-                        text, ids = _pack(ranked, info, b)
-                        frag, whole = context_evidence(text, ids, ev, turn_text)
-                        res.ctx[b][q.category].append(frag)
-                        res.ctx_whole[b][q.category].append(whole)
-                        res.ctx_tokens[b].append(count_tokens(text))
+                    _score_ranked(res, base.search(q.question, depth), q, ev, ks, budgets, info, turn_text)
                 for res in fused:
                     depth = min(len(turns), max(RRF_DEPTH, kmax, max(budgets) // 8))
                     ranked = _rrf_ranking(mem, q.question, conv.sample_id, depth)
-                    _score(res, ranked, ev, q.category, ks)
-                    for b in budgets:
-                        text, ids = _pack(ranked, info, b)
-                        frag, whole = context_evidence(text, ids, ev, turn_text)
-                        res.ctx[b][q.category].append(frag)
-                        res.ctx_whole[b][q.category].append(whole)
-                        res.ctx_tokens[b].append(count_tokens(text))
+                    _score_ranked(res, ranked, q, ev, ks, budgets, info, turn_text)
     save = getattr(embedder, "save", None)
     if callable(save):
         save()

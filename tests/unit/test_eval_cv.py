@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +22,10 @@ from sgmem.eval.cv import (
     pooled,
     run_cv,
 )
-from sgmem.eval.locomo import Conversation, Question
+from sgmem.eval.locomo import Question
+
+from .tiny_locomo import CONVS as TWO_CONVS
+from .tiny_locomo import make_conv
 
 AXES = (Axis("x", (0, 1, 2), 1), Axis("y", (0, 1), 0))
 
@@ -116,50 +118,9 @@ def test_the_most_frequent_choice_per_setting() -> None:
 
 
 # --------------------------------------------------------------- on LoCoMo-shaped conversations
-T0 = datetime(2023, 5, 1, 10, 0, tzinfo=timezone.utc)
-
-
-def _conv(sample: str, lines: list[tuple[str, str]], questions: list[Question]) -> Conversation:
-    msgs = [
-        {"role": "user" if who == "Mia" else "assistant", "name": who, "content": text, "id": f"D1:{i}", "at": T0}
-        for i, (who, text) in enumerate(lines, start=1)
-    ]
-    return Conversation(sample, [("session_1", T0, msgs)], questions)
-
-
 CONVS = [
-    _conv(
-        "a",
-        [
-            ("Mia", "Hi Leo!"),
-            ("Leo", "Hey Mia, how was your week?"),
-            ("Mia", "Busy. I started volunteering at the animal shelter on Saturdays."),
-            ("Leo", "That's great!"),
-            ("Mia", "My brother Sam moved to Toronto for his engineering job."),
-            ("Leo", "Wow, Canada! I just bought a red kayak for the summer."),
-        ],
-        [
-            Question("Where does Mia volunteer?", 4, ["D1:3"], "at the animal shelter"),
-            Question("Where did Sam move?", 4, ["D1:5"], "Toronto"),
-            Question("What did Leo buy?", 4, ["D1:6"], "a red kayak"),
-        ],
-    ),
-    _conv(
-        "b",
-        [
-            ("Mia", "Hello!"),
-            ("Leo", "I adopted a beagle puppy named Biscuit last month."),
-            ("Mia", "Cute! I signed up for a pottery class on Tuesdays."),
-            ("Leo", "Nice."),
-            ("Mia", "My grandmother taught me to bake sourdough bread."),
-        ],
-        [
-            Question("What is the name of Leo's puppy?", 4, ["D1:2"], "Biscuit"),
-            Question("When is Mia's pottery class?", 2, ["D1:3"], "Tuesdays"),
-            Question("Who taught Mia to bake bread?", 1, ["D1:5"], "her grandmother"),
-        ],
-    ),
-    _conv(
+    *TWO_CONVS,
+    make_conv(
         "c",
         [
             ("Mia", "Morning Leo."),
