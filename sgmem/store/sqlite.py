@@ -54,6 +54,10 @@ __all__ = ["DB_FILENAME", "MessageRow", "SQLiteStore", "SentenceRow"]
 DB_FILENAME = "sgmem.db"
 
 
+#: [D] how long an open retries finishing a scrub a killed process left undone (see ``_scrub_on_open``)
+SCRUB_ON_OPEN_S = 0.5
+
+
 class Checkpointer:
     """Copies a WAL database's log into the database file on a thread of its own.
 
@@ -431,8 +435,10 @@ class SQLiteStore:
 
         The log of a store whose last connection closed normally is gone or
         empty; one left with frames (a process killed, or others still
-        writing) is checkpointed and emptied now, in one attempt that waits
-        for no reader, so deleted text does not outlive the open. True if
+        writing) is checkpointed and emptied now, retrying for at most
+        ``SCRUB_ON_OPEN_S`` (a checkpoint of this store's own background
+        checkpointer, or another process's, is brief; a long reader is not
+        waited for), so deleted text does not outlive the open. True if
         the log is now empty; False leaves it to the next delete or ``close``.
         A read-only open cannot write the files and does not try.
         """
@@ -443,7 +449,7 @@ class SQLiteStore:
         except OSError:
             return True
         try:
-            return self.scrub(timeout_s=0)
+            return self.scrub(timeout_s=min(SCRUB_ON_OPEN_S, self._busy_timeout_s))
         except Exception:  # noqa: BLE001 - best effort: the next delete or close scrubs again
             return False
 
