@@ -35,7 +35,7 @@ from ..errors import ConfigError, DependencyError, InvalidInputError, SchemaVers
 from .connection import statements
 from .pgsql import PgConn, ddl, redact, scrub, translate_pg
 from .rowsecurity import _LOCK_CLASS, _SCHEMA_LOCK, RowSecurity, scope_token
-from .schema import MIGRATIONS, SCHEMA_VERSION
+from .schema import MIGRATIONS, PG_MIGRATIONS, SCHEMA_VERSION
 from .sqlite import SQLiteStore
 
 __all__ = ["PostgresStore", "is_conninfo", "is_postgres_target", "is_url", "scope_token", "server_dense"]
@@ -266,8 +266,11 @@ class PostgresStore(RowSecurity, SQLiteStore):
             for name, sql in MIGRATIONS:
                 if name in done:
                     continue
-                for statement in statements(sql):
-                    conn.execute(ddl(statement))
+                if name in PG_MIGRATIONS:  # written for PostgreSQL: run as is
+                    self._raw.execute(PG_MIGRATIONS[name])
+                else:
+                    for statement in statements(sql):
+                        conn.execute(ddl(statement))
                 conn.execute(
                     "INSERT INTO migrations (name, applied_at) VALUES (?, ?)",
                     (name, datetime.now(timezone.utc).isoformat()),

@@ -278,3 +278,54 @@ def test_a_scope_key_needs_row_security_and_stays_out_of_repr() -> None:
     with pytest.raises(sgmem.ConfigError, match="16 characters"):
         sgmem.Config(pg_row_security=True, pg_scope_key="short")
     assert KEY not in repr(SIGNED)
+
+
+ENTITY_TURNS = {
+    s: [{"role": "user", "content": f"On Monday {s.title()} met Doctor Okafor{s} in Lisbon{s} with Marisol{s}."}]
+    for s in ("alice", "bob", "carol")
+}
+
+
+def _entities_per_scope(mem: sgmem.Memory, scopes: tuple[str, ...]) -> None:
+    for s in scopes:
+        mem.add(ENTITY_TURNS[s], scope=s, thread="t")
+    for s in scopes:
+        hits = mem.search(f"Marisol{s}", scope=s, k=3, mode="entity")
+        assert [h.text for h in hits][:1] == [ENTITY_TURNS[s][0]["content"]], (s, hits)
+
+
+def test_every_scope_adds_entities_under_row_security(pg_url: str, fake: HashEmbedder, app_role: Role) -> None:
+    """A writer sees only its scope's entities: ids it computed from them collided with other scopes' rows."""
+    config = PLAIN.with_(entities=sgmem.EntityConfig(enabled=True))
+    with sgmem.Memory(pg_url, embedder=fake, config=config):
+        pass  # the owner sets up the tables and policies
+    _grant(pg_url, app_role)
+    with sgmem.Memory(app_role.url, embedder=fake, config=config) as mem:
+        _entities_per_scope(mem, ("alice", "bob", "carol"))
+
+
+def test_a_store_owned_by_an_ordinary_role_migrates_its_entity_ids_under_row_security(
+    pg_url: str, fake: HashEmbedder, app_role: Role
+) -> None:
+    """The owner is subject to its forced policies: the migration still continues after every scope's ids."""
+    import psycopg
+
+    config = SIGNED.with_(entities=sgmem.EntityConfig(enabled=True))
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f'GRANT USAGE, CREATE ON SCHEMA "{_schema(pg_url)}" TO "{app_role.name}"')
+    with sgmem.Memory(app_role.url, embedder=fake, config=config) as mem:  # the role owns the tables
+        _entities_per_scope(mem, ("alice", "bob"))
+    with psycopg.connect(pg_url, autocommit=True) as admin:  # back to the schema before entity ids were drawn
+        for table in ("entities", "entity_communities"):
+            admin.execute(f"ALTER TABLE {table} ALTER COLUMN id DROP IDENTITY")
+        admin.execute("DELETE FROM migrations WHERE name = '0009_entity_ids'")
+    with sgmem.Memory(app_role.url, embedder=fake, config=config) as mem:
+        _entities_per_scope(mem, ("carol",))
+        for s in ("alice", "bob"):
+            assert mem.search(f"Marisol{s}", scope=s, k=3, mode="entity")
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        forced = admin.execute(
+            "SELECT bool_and(relforcerowsecurity) FROM pg_class WHERE oid IN ('entities'::regclass, "
+            "'entity_communities'::regclass)"
+        ).fetchone()[0]
+    assert forced, "the migration left the entity tables' row security forced"
