@@ -1,10 +1,10 @@
-"""Edits of one thread that read it first: ``insert``, ``set_thread``, ``pop`` and ``clear_thread`` of :class:`sgmem.Memory`.
+"""Edits of one thread that read it first: ``insert``, ``set_thread``, ``pop``, ``clear_thread`` of ``Memory``.
 
 A mixin, like :mod:`sgmem.records`. Each call reads the thread, plans the
 change against what it read (which messages to delete, which to add) and
-then commit it with :func:`sgmem.write.replace_messages`, which checks, inside
+then commits it with :func:`sgmem.write.replace_messages`, which checks, inside
 the write transaction and under the scope's write lock (SQLite's ``BEGIN
-IMMEDIATE``, PostgreSQL's per-scope advisory lock, taken by every writer of
+IMMEDIATE``, PostgreSQL's per-scope row lock, taken by every writer of
 the scope on every host), that the thread still holds exactly the message
 rows that were read (row ids are never reused). If another writer changed
 the thread in between, nothing is written and the edit is planned again from
