@@ -107,8 +107,8 @@ class SGMemChatStore(BaseChatStore):
     def _key(self, key: Any) -> str:
         return check_key(key, "key", self._memory)
 
-    def _stored(self, key: str, limit: int | None = None) -> list[sgmem.Message]:
-        return self._memory.messages(scope=self.scope, thread=key, limit=limit)
+    def _stored(self, key: str) -> list[sgmem.Message]:
+        return self._memory.messages(scope=self.scope, thread=key)
 
     # ------------------------------------------------------------------ write
     def set_messages(self, key: str, messages: list[ChatMessage]) -> None:
@@ -163,34 +163,29 @@ class SGMemChatStore(BaseChatStore):
 
     # ----------------------------------------------------------------- delete
     def delete_messages(self, key: str) -> list[ChatMessage] | None:
-        """Delete every message of ``key``; return them, or ``None`` for an unknown key."""
-        key = self._key(key)
-        stored = self._stored(key)
-        if not stored:
-            return None
-        self._memory.delete(scope=self.scope, thread=key)
-        return [from_sgmem(m) for m in stored]
+        """Delete every message of ``key``; return them, or ``None`` for an unknown key.
+
+        What is returned is what was deleted, even while other hosts add to the
+        key (:meth:`sgmem.Memory.clear_thread`).
+        """
+        gone = self._memory.clear_thread(scope=self.scope, thread=self._key(key))
+        return [from_sgmem(m) for m in gone] if gone else None
 
     def delete_message(self, key: str, idx: int) -> ChatMessage | None:
         """Delete the message at position ``idx`` of ``key`` and return it.
 
         Negative positions count from the end. Returns ``None`` (and deletes
-        nothing) when the key or the position does not exist.
+        nothing) when the key or the position does not exist. With many hosts
+        on one store, each call deletes and returns a different message
+        (:meth:`sgmem.Memory.pop`).
         """
         key = self._key(key)
         if isinstance(idx, bool) or not isinstance(idx, int):
             raise InvalidInputError("idx", idx, "an int position in the key's messages")
-        stored = self._stored(key)
-        if not -len(stored) <= idx < len(stored):
-            return None
-        return self._delete_one(stored[idx])
+        gone = self._memory.pop(scope=self.scope, thread=key, position=idx)
+        return from_sgmem(gone) if gone is not None else None
 
     def delete_last_message(self, key: str) -> ChatMessage | None:
         """Delete the last message of ``key`` and return it (``None`` for an unknown key)."""
-        stored = self._stored(self._key(key), limit=1)
-        return self._delete_one(stored[0]) if stored else None
-
-    def _delete_one(self, message: sgmem.Message) -> ChatMessage:
-        assert message.id is not None  # every stored message has an id
-        self._memory.delete(scope=self.scope, message_ids=[message.id])
-        return from_sgmem(message)
+        gone = self._memory.pop(scope=self.scope, thread=self._key(key))
+        return from_sgmem(gone) if gone is not None else None

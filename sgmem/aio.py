@@ -45,6 +45,14 @@ class AsyncMethods:
         """Async :meth:`set_thread`; runs in a worker thread, never blocking the loop."""
         return await asyncio.to_thread(self.set_thread, messages, scope=scope, thread=thread)
 
+    async def apop(self: Any, *, scope: str, thread: str, position: int = -1) -> Message | None:
+        """Async :meth:`pop`."""
+        return await asyncio.to_thread(self.pop, scope=scope, thread=thread, position=position)
+
+    async def aclear_thread(self: Any, *, scope: str, thread: str) -> list[Message]:
+        """Async :meth:`clear_thread`."""
+        return await asyncio.to_thread(self.clear_thread, scope=scope, thread=thread)
+
     async def aadd_many(
         self: Any, items: Sequence[Any], *, scope: str, at: datetime | str | None = None
     ) -> list[AddResult]:

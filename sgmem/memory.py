@@ -36,6 +36,7 @@ from .retrieval.dense import relevance_of_rows
 from .retrieval.index import ScopeIndex, load_scope_index
 from .retrieval.refresh import refresh_index
 from .retrieval.search import Ranked, Retriever, act_weights, allowed_mask, exchange_relevance
+from .store.forks import guard_at_fork
 from .store.paths import resolve_store_path
 from .store.pgsql import redact
 from .store.postgres import PostgresStore, is_postgres_target, is_url, server_dense
@@ -190,6 +191,7 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         self._entity_scopes: set[int] = set()  # scopes this Memory wrote entities to: close() flushes them
         self._types = TypeModel(self._words, self.config.entities)
         self._lock = threading.RLock()
+        guard_at_fork(self, "_lock", rank=0)  # held across a fork, before its store's (sgmem.store.forks)
         self._closed = False
         # a delete's checkpoint could not complete yet (see scrub()); or one a killed process left undone
         self._unscrubbed = bool(getattr(self._store, "scrub_pending", False))

@@ -1,17 +1,18 @@
-"""Edits of one thread that read it first: :meth:`insert` and :meth:`set_thread` of :class:`sgmem.Memory`.
+"""Edits of one thread that read it first: ``insert``, ``set_thread``, ``pop``, ``clear_thread`` of ``Memory``.
 
-A mixin, like :mod:`sgmem.records`. Both calls read the thread, plan the
-change against what they read (which messages to delete, which to add) and
-then commit it with :func:`sgmem.write.replace_messages`, which checks, inside
+A mixin, like :mod:`sgmem.records`. Each call reads the thread, plans the
+change against what it read (which messages to delete, which to add) and
+then commits it with :func:`sgmem.write.replace_messages`, which checks, inside
 the write transaction and under the scope's write lock (SQLite's ``BEGIN
-IMMEDIATE``, PostgreSQL's per-scope advisory lock, taken by every writer of
+IMMEDIATE``, PostgreSQL's per-scope row lock, taken by every writer of
 the scope on every host), that the thread still holds exactly the message
 rows that were read (row ids are never reused). If another writer changed
 the thread in between, nothing is written and the edit is planned again from
 the new state: a compare-and-swap on the thread. So with many hosts on one
 store every edit applies to the state it was planned on (a message another
 host deleted never comes back; a reader only ever sees a list some writer
-set), and the slow part, embedding the new messages, stays outside the lock.
+set; a message popped by one host is returned to that host only), and the
+slow part, embedding the new messages, stays outside the lock.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def _same(stored: Message, new: dict[str, Any]) -> bool:
 
 
 class ThreadMethods:
-    """``insert`` and ``set_thread`` for :class:`sgmem.Memory`."""
+    """``insert``, ``set_thread``, ``pop`` and ``clear_thread`` for :class:`sgmem.Memory`."""
 
     def _thread_state(self: Any, scope: str, thread: str) -> tuple[tuple[int, ...], list[Message]]:
         """The thread's message row ids and messages, from one read snapshot."""
@@ -64,11 +65,17 @@ class ThreadMethods:
             rows = tuple(sorted(self._store.message_rows(sid, thread, None)))
             return rows, self._store.messages(sid, thread, None)
 
-    def _edit_thread(self: Any, scope: str, thread: str, plan: Any) -> AddResult:
-        """Read the thread, ``plan(stored) -> (messages, message_ids)``, commit if the thread did not change."""
+    def _edit_thread(self: Any, scope: str, thread: str, plan: Any) -> AddResult | None:
+        """Read the thread, ``plan(stored) -> (messages, message_ids)``, commit if the thread did not change.
+
+        A plan that returns ``None`` (nothing to change) ends the call at once: nothing is written.
+        """
         for attempt in range(MAX_ATTEMPTS):
             rows, stored = self._thread_state(scope, thread)
-            messages, message_ids = plan(stored)
+            change = plan(stored)
+            if change is None:
+                return None
+            messages, message_ids = change
             try:
                 return replace_messages(self, messages, scope, thread, message_ids, None, expect_rows=rows)
             except ThreadChanged:
@@ -122,7 +129,7 @@ class ThreadMethods:
                 m.id for m in tail if m.id
             ]
 
-        return self._edit_thread(scope, thread, plan)
+        return self._edit_thread(scope, thread, plan)  # type: ignore[return-value]  # its plan never is None
 
     def set_thread(
         self: Any,
@@ -158,4 +165,60 @@ class ThreadMethods:
                 return new[len(stored) :], []  # the head is there: add the rest (nothing, if it is all there)
             return new, None
 
-        return self._edit_thread(scope, thread, plan)
+        return self._edit_thread(scope, thread, plan)  # type: ignore[return-value]  # its plan never is None
+
+    def pop(self: Any, *, scope: str, thread: str, position: int = -1) -> Message | None:
+        """Delete the message at ``position`` of ``thread`` and return it, as ``list.pop`` does.
+
+        ``position`` counts from 0; a negative one counts from the end (the
+        default, ``-1``, is the last message). Returns ``None``, and deletes
+        nothing, when the thread or the position does not exist. The message is
+        deleted only if the thread still holds the rows it was chosen from,
+        else it is chosen again (see :mod:`sgmem.threads`): hosts popping one
+        thread at once each get, and delete, a different message.
+
+        Raises:
+            InvalidInputError: bad arguments; nothing changes.
+            StoreBusyError: other writers changed the thread at every one of
+                many attempts; nothing was deleted.
+        """
+        self._check_writable()
+        limits = self.config.limits
+        scope, thread = check_name(scope, "scope", limits), check_name(thread, "thread", limits)
+        if isinstance(position, bool) or not isinstance(position, int):
+            raise InvalidInputError(
+                "position", position, "an int position in the thread (negative counts from the end)"
+            )
+        taken: list[Message] = []
+
+        def plan(stored: list[Message]) -> tuple[list[Any], list[str]] | None:
+            taken.clear()
+            if not -len(stored) <= position < len(stored):
+                return None
+            taken.append(stored[position])
+            return [], [str(stored[position].id)]
+
+        return taken[0] if self._edit_thread(scope, thread, plan) is not None else None
+
+    def clear_thread(self: Any, *, scope: str, thread: str) -> list[Message]:
+        """Delete every message of ``thread`` and return them (``[]`` for an unknown thread).
+
+        The thread is deleted only if it still holds the messages read, else
+        read again (see :mod:`sgmem.threads`): what is returned is exactly what
+        was deleted, even while other hosts add to the thread.
+
+        Raises:
+            InvalidInputError: bad arguments; nothing changes.
+            StoreBusyError: other writers changed the thread at every one of
+                many attempts; nothing was deleted.
+        """
+        self._check_writable()
+        limits = self.config.limits
+        scope, thread = check_name(scope, "scope", limits), check_name(thread, "thread", limits)
+        taken: list[Message] = []
+
+        def plan(stored: list[Message]) -> tuple[list[Any], None] | None:
+            taken[:] = stored
+            return ([], None) if stored else None
+
+        return taken if self._edit_thread(scope, thread, plan) is not None else []

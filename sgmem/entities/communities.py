@@ -236,7 +236,6 @@ def apply_summaries(
     dropped: list[int] = []
     if not plans:
         return added, dropped
-    top = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM entity_communities").fetchone()[0])
     for p in plans:
         stored = sorted({s for s in p.sources if s >= 0})
         if stored:
@@ -251,12 +250,12 @@ def apply_summaries(
             dropped.append(p.replaces)
         members = frozenset(real.get(e, e) for e in p.members)
         sources = tuple(sorted({s if s >= 0 else int(message_ids[-1 - s]) for s in p.sources}))
-        top += 1
-        conn.execute(
-            "INSERT INTO entity_communities (id, scope_id, members, name, summary, episodes, sources) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (top, scope_id, " ".join(map(str, sorted(members))), p.name, p.summary, p.episodes, len(sources)),
+        cur = conn.execute(  # the id is drawn by the database (see sgmem.entities.store)
+            "INSERT INTO entity_communities (scope_id, members, name, summary, episodes, sources) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (scope_id, " ".join(map(str, sorted(members))), p.name, p.summary, p.episodes, len(sources)),
         )
+        top = int(cur.lastrowid)
         conn.executemany(
             "INSERT INTO entity_community_sources (community_id, message_id, scope_id) VALUES (?, ?, ?)",
             [(top, m, scope_id) for m in sources],

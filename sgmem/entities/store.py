@@ -1,8 +1,9 @@
 """The entity layer's tables: canonical entities and their mentions per turn.
 
 Migration ``entities`` (appended to :data:`sgmem.store.schema.MIGRATIONS`) is
-plain SQL that SQLite and PostgreSQL both accept: ids are assigned by the
-writer inside its transaction (no AUTOINCREMENT), no BLOB, no WITHOUT ROWID.
+plain SQL that SQLite and PostgreSQL both accept (no BLOB, no WITHOUT ROWID).
+Ids are drawn by the database: the rowid on SQLite, an identity column on
+PostgreSQL (migration ``0009_entity_ids``), so writers on many hosts never collide.
 
 - ``entities``: one canonical entity per row, with its name, normalised key,
   type and type confidence, and its deferred profile (seed §3.2.3): the text
@@ -107,7 +108,6 @@ def apply_entities(
     out = Applied()
     if not new_entities and not mentions and not profiles and not relations:
         return out
-    top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM entities").fetchone()[0]
     # entities planned against a snapshot may have gone since (a concurrent delete): their mentions are dropped
     wanted = sorted(
         {int(m[0]) for m in mentions if m[0] >= 0} | {int(e) for r in relations for e in (r[1], r[3]) if e >= 0}
@@ -121,14 +121,15 @@ def apply_entities(
             for r in conn.execute(f"SELECT id FROM entities WHERE scope_id = ? AND id IN ({marks})", (scope_id, *chunk))
         )
     real: dict[int, int] = {}
-    for i, e in enumerate(new_entities):
-        eid = int(top) + 1 + i
-        real[e.id] = eid
-        conn.execute(
-            "INSERT INTO entities (id, scope_id, name, norm, type, type_score, profile, profiled) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (eid, scope_id, e.name, e.norm, e.type, e.type_score, e.profile, e.profiled),
+    for e in new_entities:
+        # the database draws the id (identity on PostgreSQL, rowid on SQLite): writers of other scopes, on
+        # other hosts or behind row security, never get the same one
+        cur = conn.execute(
+            "INSERT INTO entities (scope_id, name, norm, type, type_score, profile, profiled) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (scope_id, e.name, e.norm, e.type, e.type_score, e.profile, e.profiled),
         )
+        eid = int(cur.lastrowid)
+        real[e.id] = eid
         out.entities.append(EntityRow(eid, e.name, e.norm, e.type, e.type_score, e.profile, e.profiled))
     seen: set[tuple[int, int, int]] = set()
     rows = []

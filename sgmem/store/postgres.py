@@ -8,10 +8,12 @@ one ``Memory`` under a re-entrant lock, like the SQLite store's.
 
 Many hosts, one truth:
 
-* every write is one transaction; a writer first takes a per-scope advisory
-  lock (``pg_advisory_xact_lock``), so concurrent writers on any number of hosts
+* every write is one transaction; a writer first locks its scope's row in
+  ``scopes`` (``FOR NO KEY UPDATE``), so concurrent writers on any number of hosts
   are serialised per scope (other scopes proceed), and a host killed mid-add
-  leaves nothing (the server rolls its transaction back);
+  leaves nothing (the server rolls its transaction back). A row lock names no
+  scope in ``pg_locks``, and under row security a client that may not see the
+  scope's row cannot lock it (see :mod:`sgmem.store.rowsecurity`);
 * each change bumps ``scopes.generation`` inside that transaction; every search
   compares it with the generation of its in-RAM index and rebuilds on a change,
   so another host's add or delete is seen by this host's next search;
@@ -34,8 +36,8 @@ from .._version import __version__
 from ..errors import ConfigError, DependencyError, InvalidInputError, SchemaVersionError, StoreError
 from .connection import statements
 from .pgsql import PgConn, ddl, redact, scrub, translate_pg
-from .rowsecurity import _LOCK_CLASS, _SCHEMA_LOCK, RowSecurity, scope_token
-from .schema import MIGRATIONS, SCHEMA_VERSION
+from .rowsecurity import RowSecurity, scope_token
+from .schema import MIGRATIONS, PG_MIGRATIONS, SCHEMA_VERSION
 from .sqlite import SQLiteStore
 
 __all__ = ["PostgresStore", "is_conninfo", "is_postgres_target", "is_url", "scope_token", "server_dense"]
@@ -249,10 +251,24 @@ class PostgresStore(RowSecurity, SQLiteStore):
                 f'(CREATE SCHEMA "{first}", as a role allowed to) or fix the URL\'s options=-csearch_path%3Dname.'
             )
 
+    def _up_to_date(self) -> bool:
+        """Whether every migration is applied and this sgmem's versions recorded (an opening then changes nothing)."""
+        tables = self._raw.execute("SELECT to_regclass('migrations'), to_regclass('meta')").fetchone()
+        if tables[0] is None or tables[1] is None:
+            return False
+        done = {r[0] for r in self._raw.execute("SELECT name FROM migrations")}
+        meta = dict(self._raw.execute("SELECT key, value FROM meta WHERE key IN ('schema_version', 'library_version')"))
+        return done == {name for name, _ in MIGRATIONS} and meta == {
+            "schema_version": str(SCHEMA_VERSION),
+            "library_version": __version__,
+        }
+
     def _migrate(self) -> None:
         self._check_schema()
         with self.write() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (_LOCK_CLASS, _SCHEMA_LOCK))
+            if self._up_to_date():  # the usual opening: no schema lock, which another client could hold
+                return
+            self._lock_schema()
             if self._raw.execute("SELECT to_regclass('migrations')").fetchone()[0] is None:  # a role may lack CREATE
                 conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
             done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
@@ -266,8 +282,11 @@ class PostgresStore(RowSecurity, SQLiteStore):
             for name, sql in MIGRATIONS:
                 if name in done:
                     continue
-                for statement in statements(sql):
-                    conn.execute(ddl(statement))
+                if name in PG_MIGRATIONS:  # written for PostgreSQL: run as is
+                    self._raw.execute(PG_MIGRATIONS[name])
+                else:
+                    for statement in statements(sql):
+                        conn.execute(ddl(statement))
                 conn.execute(
                     "INSERT INTO migrations (name, applied_at) VALUES (?, ?)",
                     (name, datetime.now(timezone.utc).isoformat()),
@@ -279,11 +298,38 @@ class PostgresStore(RowSecurity, SQLiteStore):
                 )
 
     def bind_embedder(self, name: str, dim: int) -> None:
-        """Record the embedder on first use (one host wins a race); refuse a different one afterwards."""
-        with self._translated(), self.write() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (_LOCK_CLASS, _SCHEMA_LOCK))
+        """Record the embedder on first use (one host wins a race); refuse a different one afterwards.
+
+        The schema lock is taken only when something is to be set up (the first
+        binding, pgvector's columns or indexes), not at every opening.
+        """
+        with self._translated(), self.write():
+            bound = dict(self._raw.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dim')"))
+            if not bound or not self._pgvector_ready(int(dim)):
+                self._lock_schema()
             super().bind_embedder(name, dim)
             self.pgvector = self._setup_pgvector(int(dim))
+
+    def _pgvector_ready(self, dim: int) -> bool:
+        """Whether :meth:`_setup_pgvector` has nothing to create (so needs no lock)."""
+        raw = self._raw
+        if raw.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
+            return raw.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone() is None
+        if raw.execute("SELECT to_regtype('vector')").fetchone()[0] is None:
+            return True
+        twins = {
+            r[0]
+            for r in raw.execute(
+                "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() "
+                "AND column_name = 'emb'"
+            )
+        }
+        if not twins >= set(_VECTOR_TABLES):
+            return False
+        if self.vector_index != "hnsw":
+            return True
+        indexes = {r[0] for r in raw.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()")}
+        return all(f"{t}_emb_hnsw" in indexes for t in _VECTOR_TABLES)
 
     # --------------------------------------------------------------- pgvector
     def _setup_pgvector(self, dim: int) -> bool:
@@ -381,7 +427,7 @@ class PostgresStore(RowSecurity, SQLiteStore):
     def write(self, timeout_s: float | None = None) -> Iterator[Any]:
         """One write transaction; everything inside commits together or not at all.
 
-        Writers of one scope are serialised by the advisory lock that
+        Writers of one scope are serialised by the row lock that
         :meth:`scope_id` and :meth:`lock_scope` take inside it.
         """
         with self._lock:
@@ -461,18 +507,30 @@ class PostgresStore(RowSecurity, SQLiteStore):
 
     # ------------------------------------------------------------------ scopes
     def scope_id(self, name: str, *, create: bool = False) -> int | None:
-        """The scope's row id; inside a write, after taking the scope's advisory lock."""
+        """The scope's row id; inside a write, with the scope's row locked (see :meth:`lock_scope`).
+
+        A new scope's row is inserted first (two hosts creating it at once: the
+        second waits for the first to commit, then locks the row it made).
+        """
         self._use_scope(name)
-        if self._writing:
-            self.conn.execute("SELECT pg_advisory_xact_lock(?, hashtext(?))", (_LOCK_CLASS, f"sgmem.scope:{name}"))
-        return super().scope_id(name, create=create)
+        if not self._writing:
+            return super().scope_id(name, create=create)
+        lock = "SELECT id FROM scopes WHERE name = ? FOR NO KEY UPDATE"
+        row = self.conn.execute(lock, (name,)).fetchone()
+        if row is None and create:
+            self.conn.execute("INSERT INTO scopes (name) VALUES (?) ON CONFLICT (name) DO NOTHING", (name,))
+            row = self.conn.execute(lock, (name,)).fetchone()
+        return int(row[0]) if row is not None else None
 
     def lock_scope(self, scope_id: int) -> None:
-        """Serialise this write with every other writer of the scope (on any host)."""
-        self.conn.execute(
-            "SELECT pg_advisory_xact_lock(?, hashtext('sgmem.scope:' || name)) FROM scopes WHERE id = ?",
-            (_LOCK_CLASS, scope_id),
-        )
+        """Serialise this write with every other writer of the scope (on any host): lock its row.
+
+        ``FOR NO KEY UPDATE`` (the lock the generation bump takes anyway) waits
+        for the scope's other writers and lets foreign-key checks through. It is
+        no advisory lock: ``pg_locks`` shows no key derived from the scope, and
+        under row security only a client allowed to see the row can lock it.
+        """
+        self.conn.execute("SELECT 1 FROM scopes WHERE id = ? FOR NO KEY UPDATE", (scope_id,))
 
     def purge_scope(self, scope_id: int) -> int:
         """Remove every row of an emptied scope from every table, then the scope row; return rows removed."""

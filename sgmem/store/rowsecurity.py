@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
 
-__all__ = ["RowSecurity", "scope_token"]
+__all__ = ["RowSecurity", "schema_lock_key", "scope_token"]
 
 _LOCK_CLASS = 0x53474D  # "SGM": the advisory-lock key space of sgmem (first key of the pair)
 _SCHEMA_LOCK = 0  # second key: migrations, the embedder binding and the policies
@@ -40,6 +41,20 @@ def scope_token(key: str, name: str) -> str:
     k1, k2 = _scope_keys(key)
     inner = hashlib.sha256(k1 + name.encode("utf-8")).digest()
     return hashlib.sha256(k2 + inner).hexdigest() + ":" + name
+
+
+def schema_lock_key(key: str | None) -> tuple[int, int]:
+    """The advisory-lock key pair of the schema lock (migrations, the embedder binding, the policies).
+
+    Without a scope key, sgmem's fixed pair. Under the signed form, a pair
+    derived from the key (HMAC-SHA-256): a client without the key cannot
+    compute it, and seeing it in ``pg_locks`` (it is taken only while a host
+    sets something up) tells nothing about the key or any scope.
+    """
+    if key is None:
+        return _LOCK_CLASS, _SCHEMA_LOCK
+    tag = hmac.new(_scope_keys(key)[0], b"sgmem schema lock", hashlib.sha256).digest()
+    return int.from_bytes(tag[:4], "big", signed=True), int.from_bytes(tag[4:8], "big", signed=True)
 
 
 def _scope_keys(key: str) -> tuple[bytes, bytes]:
@@ -80,93 +95,110 @@ class RowSecurity:
             )
         ]
 
+    def _lock_schema(self) -> None:
+        """Take the schema lock for this transaction (:func:`schema_lock_key`)."""
+        self._raw.execute("SELECT pg_advisory_xact_lock(%s, %s)", schema_lock_key(self._scope_key))
+
     def _setup_row_security(self) -> None:
         """Policies ``sgmem_scope`` on every table holding a scope's rows (created once, by the tables' owner).
 
         A table of a later migration that has neither a ``scope_id`` nor an entry
         in ``_CHILD_TABLES`` is refused here, so no table is ever left unguarded.
+        The schema lock is taken only when something is to be created or changed:
+        first a pass that changes nothing looks (an opening of a store set up
+        already takes no lock that another client could hold).
         """
         with self.write():
-            self.conn.execute("SELECT pg_advisory_xact_lock(?, ?)", (_LOCK_CLASS, _SCHEMA_LOCK))
-            raw = self._raw
-            signed = self._scope_key is not None
-            if signed:
-                self._setup_scope_key()
-            have = {
-                r[0]: r[1]
-                for r in raw.execute(
-                    "SELECT tablename, qual FROM pg_policies WHERE schemaname = current_schema() "
-                    "AND policyname = 'sgmem_scope'"
-                )
-            }
-            tables = [
-                r[0]
-                for r in raw.execute(
-                    "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
-                    "AND table_type = 'BASE TABLE' ORDER BY table_name"
-                )
-            ]
-            scoped = set(self._scoped_tables())
-            name = f"(SELECT {_SIGNED}())" if signed else "current_setting('sgmem.scope', true)"
-            scope_id = f"(SELECT s.id FROM scopes s WHERE s.name = {name})"
-            for table in tables:
-                if table == "scopes":
-                    rule = f"name = {name}"
-                elif table in scoped:
-                    rule = f"scope_id = {scope_id}"
-                elif table in _CHILD_TABLES:
-                    column, parent = _CHILD_TABLES[table]
-                    rule = f"EXISTS (SELECT 1 FROM {parent} p WHERE p.id = {column} AND p.scope_id = {scope_id})"
-                elif table in _GLOBAL_TABLES or table.startswith("sgmem_"):
-                    continue
-                else:
-                    raise StoreError(
-                        f"row_security=True: table {table!r} of {self.where!r} holds no scope_id and sgmem knows "
-                        "no parent for it, so no policy can guard it. Open the store without row security, or "
-                        "upgrade sgmem."
-                    )
-                if table in have and (_SIGNED in (have[table] or "")) == signed:
-                    continue
-                if table in have and not signed:
-                    raise StoreError(
-                        f"the row-security policies of {self.where!r} check a signed scope: open it with "
-                        "Config(pg_row_security=True, pg_scope_key=...) and the store's key."
-                    )
-                try:
-                    raw.execute("SAVEPOINT sgmem_policy")
-                    if table in have:  # the plain policy becomes the signed one (the owner, with the key)
-                        raw.execute(f'ALTER POLICY sgmem_scope ON "{table}" USING ({rule}) WITH CHECK ({rule})')
-                    else:
-                        raw.execute(f'ALTER TABLE "{table}" ENABLE ROW LEVEL SECURITY')
-                        raw.execute(f'ALTER TABLE "{table}" FORCE ROW LEVEL SECURITY')  # the owner too
-                        raw.execute(f'CREATE POLICY sgmem_scope ON "{table}" USING ({rule}) WITH CHECK ({rule})')
-                    raw.execute("RELEASE SAVEPOINT sgmem_policy")
-                except self._psycopg.errors.InsufficientPrivilege:
-                    raw.execute("ROLLBACK TO SAVEPOINT sgmem_policy")
-                    form = (
-                        "Config(pg_row_security=True, pg_scope_key=...)" if signed else "Config(pg_row_security=True)"
-                    )
-                    raise StoreError(
-                        f"row_security=True: the policies of {self.where!r} are not set up and this role may not "
-                        f"create them on table {table!r}. Open the store once as the tables' owner with {form}."
-                    ) from None
-            if signed:
-                raw.execute("SELECT set_config('sgmem.scope', %s, true)", (scope_token(str(self._scope_key), ""),))
-                if raw.execute(f"SELECT {_SIGNED}()").fetchone()[0] != "":
-                    raise StoreError(
-                        f"Config.pg_scope_key is not the key the row-security policies of {self.where!r} were set "
-                        "up with: give this host the store's key. To change the key, the tables' owner runs "
-                        "DELETE FROM sgmem_scope_keys and opens the store with the new one (every host then needs it)."
-                    )
+            if self._setup_policies(apply=False):
+                self._lock_schema()
+                self._setup_policies(apply=True)
 
-    def _setup_scope_key(self) -> None:
+    def _setup_policies(self, apply: bool) -> bool:
+        """Set up (``apply``) or look whether anything is to be set up; return whether anything was or is."""
+        raw = self._raw
+        signed = self._scope_key is not None
+        todo = False
+        if signed:
+            todo = self._setup_scope_key(apply)
+        have = {
+            r[0]: r[1]
+            for r in raw.execute(
+                "SELECT tablename, qual FROM pg_policies WHERE schemaname = current_schema() "
+                "AND policyname = 'sgmem_scope'"
+            )
+        }
+        tables = [
+            r[0]
+            for r in raw.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                "AND table_type = 'BASE TABLE' ORDER BY table_name"
+            )
+        ]
+        scoped = set(self._scoped_tables())
+        name = f"(SELECT {_SIGNED}())" if signed else "current_setting('sgmem.scope', true)"
+        scope_id = f"(SELECT s.id FROM scopes s WHERE s.name = {name})"
+        for table in tables:
+            if table == "scopes":
+                rule = f"name = {name}"
+            elif table in scoped:
+                rule = f"scope_id = {scope_id}"
+            elif table in _CHILD_TABLES:
+                column, parent = _CHILD_TABLES[table]
+                rule = f"EXISTS (SELECT 1 FROM {parent} p WHERE p.id = {column} AND p.scope_id = {scope_id})"
+            elif table in _GLOBAL_TABLES or table.startswith("sgmem_"):
+                continue
+            else:
+                raise StoreError(
+                    f"row_security=True: table {table!r} of {self.where!r} holds no scope_id and sgmem knows "
+                    "no parent for it, so no policy can guard it. Open the store without row security, or "
+                    "upgrade sgmem."
+                )
+            if table in have and (_SIGNED in (have[table] or "")) == signed:
+                continue
+            if table not in have or signed:
+                todo = True
+                if not apply:
+                    continue
+            if table in have and not signed:
+                raise StoreError(
+                    f"the row-security policies of {self.where!r} check a signed scope: open it with "
+                    "Config(pg_row_security=True, pg_scope_key=...) and the store's key."
+                )
+            try:
+                raw.execute("SAVEPOINT sgmem_policy")
+                if table in have:  # the plain policy becomes the signed one (the owner, with the key)
+                    raw.execute(f'ALTER POLICY sgmem_scope ON "{table}" USING ({rule}) WITH CHECK ({rule})')
+                else:
+                    raw.execute(f'ALTER TABLE "{table}" ENABLE ROW LEVEL SECURITY')
+                    raw.execute(f'ALTER TABLE "{table}" FORCE ROW LEVEL SECURITY')  # the owner too
+                    raw.execute(f'CREATE POLICY sgmem_scope ON "{table}" USING ({rule}) WITH CHECK ({rule})')
+                raw.execute("RELEASE SAVEPOINT sgmem_policy")
+            except self._psycopg.errors.InsufficientPrivilege:
+                raw.execute("ROLLBACK TO SAVEPOINT sgmem_policy")
+                form = "Config(pg_row_security=True, pg_scope_key=...)" if signed else "Config(pg_row_security=True)"
+                raise StoreError(
+                    f"row_security=True: the policies of {self.where!r} are not set up and this role may not "
+                    f"create them on table {table!r}. Open the store once as the tables' owner with {form}."
+                ) from None
+        if signed and (apply or not todo):
+            raw.execute("SELECT set_config('sgmem.scope', %s, true)", (scope_token(str(self._scope_key), ""),))
+            if raw.execute(f"SELECT {_SIGNED}()").fetchone()[0] != "":
+                raise StoreError(
+                    f"Config.pg_scope_key is not the key the row-security policies of {self.where!r} were set "
+                    "up with: give this host the store's key. To change the key, the tables' owner runs "
+                    "DELETE FROM sgmem_scope_keys and opens the store with the new one (every host then needs it)."
+                )
+        return todo
+
+    def _setup_scope_key(self, apply: bool = True) -> bool:
         """The signed form's keys table and its security-definer check (by the tables' owner; else verify they exist).
 
         ``sgmem_scope_keys`` holds two keys derived from ``Config.pg_scope_key``;
         row security on it (not forced) with a policy that admits nobody hides
         them from every role but its owner, even one granted ``SELECT`` on all
         tables. ``sgmem_scope_name()`` runs as that owner and returns the scope
-        named by ``sgmem.scope`` when its tag is right, else NULL.
+        named by ``sgmem.scope`` when its tag is right, else NULL. Returns
+        whether anything was (``apply``), or is to be, created or replaced.
         """
         raw = self._raw
         schema = raw.execute("SELECT current_schema()").fetchone()[0]
@@ -174,34 +206,21 @@ class RowSecurity:
             "SELECT pg_has_role(current_user, c.relowner, 'USAGE') FROM pg_class c WHERE c.oid = to_regclass('scopes')"
         ).fetchone()[0]
         table = raw.execute("SELECT to_regclass('sgmem_scope_keys')").fetchone()[0]
+        function = raw.execute(
+            "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE n.nspname = current_schema() AND p.proname = %s",
+            (_SIGNED,),
+        ).fetchone()
         if not owner:
-            function = raw.execute(
-                "SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-                "WHERE n.nspname = current_schema() AND p.proname = %s",
-                (_SIGNED,),
-            ).fetchone()
             if table is None or function is None:
                 raise StoreError(
                     f"Config.pg_scope_key: the signed row security of {self.where!r} is not set up and this role "
                     "does not own the tables. Open the store once as the tables' owner with "
                     "Config(pg_row_security=True, pg_scope_key=...)."
                 )
-            return
-        if table is None:
-            raw.execute("CREATE TABLE sgmem_scope_keys (k1 BYTEA NOT NULL, k2 BYTEA NOT NULL)")
-            raw.execute("REVOKE ALL ON sgmem_scope_keys FROM PUBLIC")
-            raw.execute("ALTER TABLE sgmem_scope_keys ENABLE ROW LEVEL SECURITY")  # not forced: its owner reads it
-            raw.execute("CREATE POLICY sgmem_nobody ON sgmem_scope_keys USING (false)")
-        if raw.execute("SELECT COUNT(*) FROM sgmem_scope_keys").fetchone()[0] == 0:
-            raw.execute("INSERT INTO sgmem_scope_keys (k1, k2) VALUES (%s, %s)", _scope_keys(str(self._scope_key)))
+            return False
         q = '"' + str(schema).replace('"', '""') + '"'
-        # search_path pinned (pg_temp last): no object a caller creates can stand in for the ones named here.
-        # PL/pgSQL keeps its plans for the session: the check costs about nothing per statement (measured by
-        # benchmarks.row_security; a SQL-language body is planned again at every call, 3x a plain query)
-        raw.execute(
-            f"""
-            CREATE OR REPLACE FUNCTION {q}.{_SIGNED}() RETURNS text LANGUAGE plpgsql STABLE SECURITY DEFINER
-            SET search_path = pg_catalog, pg_temp AS $f$
+        body = f"""
             DECLARE
               v text := current_setting('sgmem.scope', true);
               k1 bytea;
@@ -216,8 +235,27 @@ class RowSecurity:
               END IF;
               RETURN NULL;
             END
-            $f$"""
+            """
+        keys = table is not None and raw.execute("SELECT COUNT(*) FROM sgmem_scope_keys").fetchone()[0] > 0
+        if keys and function is not None and function[0] == body:
+            return False
+        if not apply:
+            return True
+        if table is None:
+            raw.execute("CREATE TABLE sgmem_scope_keys (k1 BYTEA NOT NULL, k2 BYTEA NOT NULL)")
+            raw.execute("REVOKE ALL ON sgmem_scope_keys FROM PUBLIC")
+            raw.execute("ALTER TABLE sgmem_scope_keys ENABLE ROW LEVEL SECURITY")  # not forced: its owner reads it
+            raw.execute("CREATE POLICY sgmem_nobody ON sgmem_scope_keys USING (false)")
+        if raw.execute("SELECT COUNT(*) FROM sgmem_scope_keys").fetchone()[0] == 0:
+            raw.execute("INSERT INTO sgmem_scope_keys (k1, k2) VALUES (%s, %s)", _scope_keys(str(self._scope_key)))
+        # search_path pinned (pg_temp last): no object a caller creates can stand in for the ones named here.
+        # PL/pgSQL keeps its plans for the session: the check costs about nothing per statement (measured by
+        # benchmarks.row_security; a SQL-language body is planned again at every call, 3x a plain query)
+        raw.execute(
+            f"CREATE OR REPLACE FUNCTION {q}.{_SIGNED}() RETURNS text LANGUAGE plpgsql STABLE SECURITY DEFINER "
+            f"SET search_path = pg_catalog, pg_temp AS $f${body}$f$"
         )
+        return True
 
     def _setting(self, name: str | None) -> str:
         """The value of ``sgmem.scope`` for scope ``name`` (``""``, which no scope has, for none)."""

@@ -45,6 +45,7 @@ from ..errors import (
 from ..types import Message, ScopeStats
 from .batch import INSERT_MESSAGE, INSERT_SENTENCE, insert_rest, insert_with_ids, message_values, plan_rounds
 from .connection import Conn, is_locked, statements
+from .forks import guard_at_fork
 from .paths import unusable_reason
 from .rows import MessageRow, SentenceRow
 from .schema import MIGRATIONS, SCHEMA_VERSION
@@ -72,8 +73,9 @@ class Checkpointer:
     log from the beginning again. SQLite's checkpoint is crash safe at any
     point; durability is the same (the log is fsynced before its pages are
     copied). Kicks while a checkpoint runs are coalesced into one more run.
-    A process forked from this one does not have the thread: its kicks do
-    nothing (the writers' automatic checkpoint still bounds the log).
+    A fork waits for a checkpoint in progress to end (:mod:`sgmem.store.forks`:
+    a child would inherit SQLite's record of its lock with no thread to release
+    it); a forked child starts a thread and connection of its own at its first kick.
     """
 
     def __init__(self, target: str) -> None:
@@ -86,6 +88,17 @@ class Checkpointer:
         self._kicks = 0  # kicks so far, and the last one a finished checkpoint started after
         self._served = 0
         self.runs = 0  # checkpoints completed (for tests and benchmarks)
+        self._busy = threading.Lock()  # held by the thread while a checkpoint runs; and by a fork (see forks)
+        guard_at_fork(self, "_busy", rank=2)
+
+    def _after_fork_in_child(self) -> None:
+        """In a forked child: the thread is the parent's; the next kick starts one of the child's own."""
+        self._cv = threading.Condition()
+        self._busy = threading.Lock()
+        self._thread = None
+        self._pid = os.getpid()
+        self._due = False
+        self._kicks = self._served = 0
 
     def kick(self) -> None:
         """Ask for a checkpoint (returns at once)."""
@@ -112,7 +125,8 @@ class Checkpointer:
                     self._due = False
                     kicks = self._kicks
                 try:
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    with self._busy:
+                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
                 except sqlite3.Error:  # noqa: S112 - e.g. another connection checkpointing: the next kick retries
                     continue
                 with self._cv:
@@ -173,6 +187,7 @@ class SQLiteStore:
         self._busy_timeout_s = busy_timeout_s
         self.read_only = read_only
         self._lock = threading.RLock()
+        guard_at_fork(self, "_lock", rank=1)  # a fork never copies another thread's transaction in progress
         if path is None:
             target = ":memory:"
         else:

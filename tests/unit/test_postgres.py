@@ -129,8 +129,8 @@ def test_a_writer_held_up_by_another_host_gets_store_busy_error_and_stores_nothi
     cfg = sgmem.Config(busy_timeout_s=1.0)
     with sgmem.Memory(pg_url, embedder=fake, config=cfg) as mem:
         mem.add({"role": "user", "content": "before the lock", "id": "m0"}, scope="s", thread="t")
-        with psycopg.connect(pg_url) as other:  # another host, stuck inside a write of scope "s"
-            other.execute("SELECT pg_advisory_xact_lock(5457741, hashtext('sgmem.scope:s'))")
+        with psycopg.connect(pg_url) as other:  # another host, stuck inside a write of scope "s" (its row locked)
+            other.execute("SELECT 1 FROM scopes WHERE name = 's' FOR NO KEY UPDATE")
             with pytest.raises(sgmem.StoreBusyError, match="busy_timeout_s"):  # raised, not waited on forever
                 mem.add({"role": "user", "content": "blocked", "id": "m1"}, scope="s", thread="t")
             mem.add({"role": "user", "content": "another scope goes on", "id": "x1"}, scope="other", thread="t")

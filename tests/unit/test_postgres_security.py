@@ -278,3 +278,125 @@ def test_a_scope_key_needs_row_security_and_stays_out_of_repr() -> None:
     with pytest.raises(sgmem.ConfigError, match="16 characters"):
         sgmem.Config(pg_row_security=True, pg_scope_key="short")
     assert KEY not in repr(SIGNED)
+
+
+ENTITY_TURNS = {
+    s: [{"role": "user", "content": f"On Monday {s.title()} met Doctor Okafor{s} in Lisbon{s} with Marisol{s}."}]
+    for s in ("alice", "bob", "carol")
+}
+
+
+def _entities_per_scope(mem: sgmem.Memory, scopes: tuple[str, ...]) -> None:
+    for s in scopes:
+        mem.add(ENTITY_TURNS[s], scope=s, thread="t")
+    for s in scopes:
+        hits = mem.search(f"Marisol{s}", scope=s, k=3, mode="entity")
+        assert [h.text for h in hits][:1] == [ENTITY_TURNS[s][0]["content"]], (s, hits)
+
+
+def test_every_scope_adds_entities_under_row_security(pg_url: str, fake: HashEmbedder, app_role: Role) -> None:
+    """A writer sees only its scope's entities: ids it computed from them collided with other scopes' rows."""
+    config = PLAIN.with_(entities=sgmem.EntityConfig(enabled=True))
+    with sgmem.Memory(pg_url, embedder=fake, config=config):
+        pass  # the owner sets up the tables and policies
+    _grant(pg_url, app_role)
+    with sgmem.Memory(app_role.url, embedder=fake, config=config) as mem:
+        _entities_per_scope(mem, ("alice", "bob", "carol"))
+
+
+def test_a_store_owned_by_an_ordinary_role_migrates_its_entity_ids_under_row_security(
+    pg_url: str, fake: HashEmbedder, app_role: Role
+) -> None:
+    """The owner is subject to its forced policies: the migration still continues after every scope's ids."""
+    import psycopg
+
+    config = SIGNED.with_(entities=sgmem.EntityConfig(enabled=True))
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f'GRANT USAGE, CREATE ON SCHEMA "{_schema(pg_url)}" TO "{app_role.name}"')
+    with sgmem.Memory(app_role.url, embedder=fake, config=config) as mem:  # the role owns the tables
+        _entities_per_scope(mem, ("alice", "bob"))
+    with psycopg.connect(pg_url, autocommit=True) as admin:  # back to the schema before entity ids were drawn
+        for table in ("entities", "entity_communities"):
+            admin.execute(f"ALTER TABLE {table} ALTER COLUMN id DROP IDENTITY")
+        admin.execute("DELETE FROM migrations WHERE name = '0009_entity_ids'")
+    with sgmem.Memory(app_role.url, embedder=fake, config=config) as mem:
+        _entities_per_scope(mem, ("carol",))
+        for s in ("alice", "bob"):
+            assert mem.search(f"Marisol{s}", scope=s, k=3, mode="entity")
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        forced = admin.execute(
+            "SELECT bool_and(relforcerowsecurity) FROM pg_class WHERE oid IN ('entities'::regclass, "
+            "'entity_communities'::regclass)"
+        ).fetchone()[0]
+    assert forced, "the migration left the entity tables' row security forced"
+
+
+# scope names a client might guess; "alice" and "bob" hold rows (_fill)
+GUESSES = ("alice", "bob", "carol", "admin", "default", "user-1")
+
+
+def _old_scope_lock_keys(conn) -> set[int]:  # type: ignore[no-untyped-def]
+    """``pg_locks.objid`` of the advisory keys anyone could compute from a scope name (hashtext, as before)."""
+    return {int(conn.execute("SELECT hashtext(%s)", (f"sgmem.scope:{n}",)).fetchone()[0]) & 0xFFFFFFFF for n in GUESSES}
+
+
+def test_pg_locks_shows_a_keyless_client_no_scope_a_host_writes(
+    pg_url: str, fake: HashEmbedder, app_role: Role
+) -> None:
+    """While a host is inside a write of scope "alice", a client of the same role without the key reads pg_locks."""
+    _fill(pg_url, fake, SIGNED)
+    _grant(pg_url, app_role)
+    with sgmem.Memory(app_role.url, embedder=fake, config=SIGNED) as mem, app_role.connect() as spy:
+        store = mem._store
+        writer = store._raw.execute("SELECT pg_backend_pid()").fetchone()[0]
+        with store.write():
+            assert store.scope_id("alice") is not None  # this host now holds alice's write lock
+            locks = spy.execute("SELECT locktype, classid, objid, pid FROM pg_locks").fetchall()
+            guessed = _old_scope_lock_keys(spy)
+    assert any(pid == writer for *_, pid in locks), "the writer's locks are listed"
+    advisory = [r for r in locks if r[0] == "advisory"]
+    assert not [r for r in advisory if int(r[2]) in guessed], f"pg_locks names a guessed scope: {advisory}"
+    assert not [r for r in advisory if r[3] == writer], f"the write holds an advisory lock: {advisory}"
+
+
+def test_a_keyless_client_blocks_neither_a_scopes_writes_nor_the_opening(
+    pg_url: str, fake: HashEmbedder, app_role: Role
+) -> None:
+    """A client of the app's role without the key takes every lock it can name; hosts open and write regardless."""
+    _fill(pg_url, fake, SIGNED)
+    _grant(pg_url, app_role)
+    quick = SIGNED.with_(busy_timeout_s=2.0)  # a blocked host fails in 2 s with StoreBusyError
+    with app_role.connect() as spy:
+        spy.execute("SELECT pg_advisory_lock(%s, %s)", (0x53474D, 0))  # sgmem's schema lock without a key
+        for key in _old_scope_lock_keys(spy):
+            spy.execute("SELECT pg_advisory_lock(%s, %s)", (0x53474D, key - (1 << 32) if key >= 1 << 31 else key))
+        spy.execute("BEGIN")
+        for name in GUESSES:  # the scopes' rows: with the plain setting, or a forged token, it sees none to lock
+            for setting in (name, "0" * 64 + ":" + name):
+                spy.execute("SELECT set_config('sgmem.scope', %s, true)", (setting,))
+                assert spy.execute("SELECT id FROM scopes FOR NO KEY UPDATE").fetchall() == []
+        with sgmem.Memory(app_role.url, embedder=fake, config=quick) as mem:  # opening: no lock to wait for
+            mem.add([{"role": "user", "content": "alice adopted a parrot"}], scope="alice", thread="t")
+            mem.add([{"role": "user", "content": "carol is new here"}], scope="carol", thread="t")
+            assert [m.content for m in mem.messages(scope="carol")] == ["carol is new here"]
+            assert "alice adopted a parrot" in [m.content for m in mem.messages(scope="alice")]
+        spy.execute("ROLLBACK")
+
+
+def test_the_limit_a_client_that_may_write_a_table_can_lock_it_for_every_scope(
+    pg_url: str, fake: HashEmbedder, app_role: Role
+) -> None:
+    """What PostgreSQL lets any role with write grants do (docs/postgres.md, "What the locks stop"): ``LOCK TABLE``
+    stops every scope's writes while it lasts; writers fail after ``busy_timeout_s``, store nothing, reads go on."""
+    _fill(pg_url, fake, SIGNED)
+    _grant(pg_url, app_role)
+    with sgmem.Memory(app_role.url, embedder=fake, config=SIGNED.with_(busy_timeout_s=1.0)) as mem:
+        with app_role.connect() as spy:
+            spy.execute("BEGIN")
+            spy.execute("LOCK TABLE messages IN SHARE ROW EXCLUSIVE MODE")  # needs no key, only the grant
+            with pytest.raises(sgmem.StoreBusyError, match="busy_timeout_s"):
+                mem.add([{"role": "user", "content": "blocked while locked"}], scope="bob", thread="t")
+            assert [m.content for m in mem.messages(scope="bob")] == BOB
+            spy.execute("ROLLBACK")
+        mem.add([{"role": "user", "content": "after the lock"}], scope="bob", thread="t")
+        assert [m.content for m in mem.messages(scope="bob")] == [*BOB, "after the lock"]

@@ -1,7 +1,9 @@
-"""``Memory.insert`` and ``Memory.set_thread``: thread edits planned on what they read, on both backends.
+"""``Memory.insert``, ``set_thread``, ``pop`` and ``clear_thread``: thread edits planned on what they read, on both
+backends.
 
 (Races between two hosts, through the LlamaIndex chat store that uses them:
-tests/integration/llama_index/test_li_chat_store_hosts.py.)
+tests/integration/llama_index/test_li_chat_store_hosts.py and, with processes,
+tests/reliability/test_chat_store_hosts.py.)
 """
 
 from __future__ import annotations
@@ -62,13 +64,36 @@ def test_bad_input_changes_nothing(memory: sgmem.Memory) -> None:
         lambda: memory.set_thread([{"role": "user"}], scope="s", thread="t"),
         lambda: memory.set_thread("not a list", scope="s", thread="t"),  # type: ignore[arg-type]
         lambda: memory.set_thread(_say("x"), scope="", thread="t"),
+        lambda: memory.pop(scope="s", thread="t", position="0"),  # type: ignore[arg-type]
+        lambda: memory.pop(scope="s", thread="t", position=False),
+        lambda: memory.clear_thread(scope="s", thread=""),
     ):
         with pytest.raises(sgmem.InvalidInputError):
             call()
     assert memory.messages(scope="s") == before
 
 
+def test_pop_and_clear_thread_delete_and_return_like_a_list(memory: sgmem.Memory) -> None:
+    memory.add(_say("m0", "m1", "m2", "m3", "m4"), scope="s", thread="t")
+    memory.add(_say("other"), scope="s", thread="u")
+    popped = memory.pop(scope="s", thread="t")
+    assert popped is not None and popped.content == "m4"
+    assert [m.content for m in (memory.pop(scope="s", thread="t", position=p) for p in (0, 1, -2))] == [
+        "m0",
+        "m2",
+        "m1",
+    ]
+    assert _texts(memory) == ["m3"]
+    assert memory.pop(scope="s", thread="t", position=1) is None and _texts(memory) == ["m3"]
+    assert memory.pop(scope="s", thread="none") is None and memory.pop(scope="nobody", thread="t") is None
+    assert [m.content for m in memory.clear_thread(scope="s", thread="t")] == ["m3"]
+    assert memory.clear_thread(scope="s", thread="t") == [] and memory.threads(scope="s") == ["u"]
+    assert all(h.thread == "u" for h in memory.search("m2 m3", scope="s", k=5, min_score=0))
+
+
 async def test_async_twins(memory: sgmem.Memory) -> None:
     await memory.aset_thread(_say("x", "z"), scope="s", thread="t")
     await memory.ainsert(_say("y"), scope="s", thread="t", position=1)
     assert _texts(memory) == ["x", "y", "z"]
+    assert (await memory.apop(scope="s", thread="t", position=1)).content == "y"  # type: ignore[union-attr]
+    assert [m.content for m in await memory.aclear_thread(scope="s", thread="t")] == ["x", "z"]
