@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
@@ -31,6 +32,7 @@ __all__ = [
 #: Roles a message may have; LangChain "human"/"ai" are mapped by the adapters.
 ROLES = ("user", "assistant", "system", "tool")
 _MESSAGE_KEYS = {"role", "content", "name", "id", "at", "session", "metadata"}
+_CONTROL = ("Cc", "Zl", "Zp")  # Unicode categories refused in names: control characters, line and paragraph breaks
 
 
 def _encodable(value: str, field: str) -> None:
@@ -55,6 +57,14 @@ def check_name(value: Any, field: str, limits: Limits) -> str:
         raise LimitExceededError(field, len(value), limits.max_name_chars, "characters", "max_name_chars")
     if "\x00" in value:
         raise InvalidInputError(field, value, "a string without NUL characters")
+    control = next((c for c in value if unicodedata.category(c) in _CONTROL), None)
+    if control is not None:  # a line break in a thread name would start a line of its own in a context block
+        raise InvalidInputError(
+            field,
+            value,
+            "a name without control characters or line breaks",
+            f"It has {control!r} at position {value.index(control)}; use e.g. '-' or ' ' instead.",
+        )
     _encodable(value, field)
     return value
 
