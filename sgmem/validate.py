@@ -5,10 +5,11 @@ Validation runs before anything is written, so a failing call stores nothing.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sized
 from datetime import datetime, timezone
 from typing import Any
 
@@ -278,14 +279,28 @@ def check_names(value: Any, field: str, limits: Limits, one: bool = False) -> li
 
     With ``one``, a bare string is one name (``threads="chat-1"``); otherwise
     it is refused (a message id string would otherwise be split into letters).
+    A mapping is refused rather than taken as its keys, and a list longer than
+    ``limits.max_ids_per_call`` is refused without being read through.
     """
     if value is None:
         return None
     if one and isinstance(value, str):
         return [check_name(value, field, limits)]
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise InvalidInputError(field, value, "a list of names or ids, or None")
-    return [check_name(v, f"{field}[]", limits) for v in value]
+    if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        raise InvalidInputError(
+            field,
+            value,
+            "a list of names or ids, or None",
+            "A dict is not taken as its keys: pass list(d) if its keys are the ids."
+            if isinstance(value, Mapping)
+            else "",
+        )
+    cap = limits.max_ids_per_call
+    names = list(itertools.islice(value, cap + 1))
+    if len(names) > cap:
+        size = len(value) if isinstance(value, Sized) else cap + 1
+        raise LimitExceededError(field, size, cap, "ids", "max_ids_per_call")
+    return [check_name(v, f"{field}[]", limits) for v in names]
 
 
 def check_embedder_identity(embedder: Any) -> None:
