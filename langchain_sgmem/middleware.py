@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.runtime import Runtime
 
 from sgmem import InvalidInputError, Memory
-from sgmem.validate import check_int, check_mode, check_name, check_score
+from sgmem.validate import check_int, check_mode, check_name, check_saving, check_score
 
 from ._messages import render_text, role_of, to_sgmem
 from ._util import check_memory
@@ -104,8 +104,11 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         min_score: leave out memories whose relevance (:attr:`sgmem.Hit.relevance`,
             in [0, 1]) is below this; ``None``: the memory's
             ``Config.min_relevance``, so an unrelated question adds nothing.
-        save_tool_messages: also store tool calls and tool results (default:
-            only user messages and assistant replies with text).
+        save_tool_messages: also store tool traffic: assistant messages that
+            call a tool and tool results (default False: only user messages and
+            assistant replies with text, as ``SGMemMemory`` in LlamaIndex).
+        save_only_user_messages: store only the user's messages (default
+            False); cannot be combined with ``save_tool_messages``.
     """
 
     def __init__(
@@ -119,6 +122,7 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         mode: str | None = None,
         min_score: float | None = None,
         save_tool_messages: bool = False,
+        save_only_user_messages: bool = False,
     ) -> None:
         super().__init__()
         self.memory = check_memory(memory)
@@ -135,7 +139,9 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self.mode = check_mode(mode)
         check_score(min_score, "min_score", 0.0)
         self.min_score = min_score
-        self.save_tool_messages = bool(save_tool_messages)
+        self.save_tool_messages, self.save_only_user_messages = check_saving(
+            save_tool_messages, save_only_user_messages
+        )
         self.tools = []
 
     # ------------------------------------------------------------ resolving
@@ -210,8 +216,12 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     def _wanted(self, m: BaseMessage) -> bool:
         if type(m) is HumanMessage:
             return True
+        if self.save_only_user_messages:
+            return False
+        if type(m) is AIMessage and (m.tool_calls or m.invalid_tool_calls):  # tool traffic, even with some text
+            return self.save_tool_messages
         if type(m) is AIMessage:
-            return self.save_tool_messages or bool(m.text.strip())
+            return bool(m.text.strip())
         return self.save_tool_messages and type(m) is ToolMessage
 
     @staticmethod

@@ -61,7 +61,9 @@ __all__ = [
     "check_messages",
     "from_sgmem",
     "index_text",
+    "is_tool_traffic",
     "query_text",
+    "to_keep",
     "to_sgmem",
 ]
 
@@ -150,6 +152,24 @@ def to_sgmem(message: Any, field: str = "message") -> dict[str, Any]:
             f"sgmem keeps them to replay the message exactly ({type(exc).__name__}: {str(exc)[:200]}).",
         ) from None
     return {"role": role, "content": index_text(message, role), "metadata": {META_KEY: dumped}}
+
+
+def is_tool_traffic(message: Any) -> bool:
+    """A tool (or function) result, or an assistant message that calls a tool (whatever text it also has)."""
+    if not isinstance(message, ChatMessage):
+        return False
+    if message.role in (MessageRole.TOOL, MessageRole.FUNCTION):
+        return True
+    return any(isinstance(b, ToolCallBlock) for b in message.blocks) or bool(
+        message.additional_kwargs.get("tool_calls")
+    )
+
+
+def to_keep(messages: list[Any], save_tool_messages: bool, save_only_user_messages: bool) -> list[Any]:
+    """The messages of a conversation an adapter stores: the user's, and the rest unless left out by the options."""
+    if save_only_user_messages:
+        return [m for m in messages if not isinstance(m, ChatMessage) or m.role == MessageRole.USER]
+    return [m for m in messages if save_tool_messages or not is_tool_traffic(m)]
 
 
 def check_messages(messages: Any, field: str, memory: sgmem.Memory) -> list[dict[str, Any]]:

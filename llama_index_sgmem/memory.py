@@ -14,10 +14,10 @@ from llama_index.core.utils import get_tokenizer
 
 import sgmem
 from sgmem.errors import InvalidInputError
-from sgmem.validate import check_int, check_mode, check_score
+from sgmem.validate import check_int, check_mode, check_saving, check_score
 
 from . import _persist
-from ._messages import check_key, check_memory, from_sgmem, query_text
+from ._messages import check_key, check_memory, from_sgmem, query_text, to_keep
 from .chat_store import SGMemChatStore
 
 __all__ = ["DEFAULT_CONTEXT_TEMPLATE", "DEFAULT_CONTEXT_TOKENS", "DEFAULT_TOKEN_LIMIT", "SGMemMemory"]
@@ -31,7 +31,16 @@ DEFAULT_CONTEXT_TEMPLATE = (
     "Memories from earlier conversations with this user follow. Use them when they are relevant.\n\n{context}"
 )
 _TOKEN_LIMIT_RATIO = 0.75  # of an LLM's context window, as ChatMemoryBuffer.from_defaults
-_FROM_DEFAULTS_EXTRAS = ("context_tokens", "mode", "context_template", "tokenizer_fn", "min_score", "reset_deletes")
+_FROM_DEFAULTS_EXTRAS = (
+    "context_tokens",
+    "mode",
+    "context_template",
+    "tokenizer_fn",
+    "min_score",
+    "reset_deletes",
+    "save_tool_messages",
+    "save_only_user_messages",
+)
 
 
 def _new_thread() -> str:
@@ -87,6 +96,12 @@ class SGMemMemory(BaseMemory):
             is below this out (``None``: the store's ``Config.min_relevance``).
         reset_deletes: make :meth:`reset` delete the thread for good
             (default False: it starts a new thread, the old one stays recallable).
+        save_tool_messages: also store tool traffic: assistant messages that
+            call a tool and tool results (default False, as LangChain's
+            ``SGMemMiddleware``: an agent's tool calls and their outputs are
+            neither kept in the thread nor recalled).
+        save_only_user_messages: store only the user's messages (default
+            False); cannot be combined with ``save_tool_messages``.
     """
 
     scope: str = Field(description="The sgmem scope (user or tenant) of this memory.")
@@ -98,6 +113,8 @@ class SGMemMemory(BaseMemory):
     tokenizer_fn: Callable[[str], list] = Field(default_factory=get_tokenizer, exclude=True)
     min_score: float | None = Field(default=None, description="Relevance cutoff of recall; None for the store's.")
     reset_deletes: bool = Field(default=False, description="reset() deletes the thread instead of starting anew.")
+    save_tool_messages: bool = Field(default=False, description="Also store tool calls and tool results.")
+    save_only_user_messages: bool = Field(default=False, description="Store only the user's messages.")
     _store: SGMemChatStore = PrivateAttr()
 
     def __init__(
@@ -113,8 +130,11 @@ class SGMemMemory(BaseMemory):
         tokenizer_fn: Callable[[str], list] | None = None,
         min_score: float | None = None,
         reset_deletes: bool = False,
+        save_tool_messages: bool = False,
+        save_only_user_messages: bool = False,
     ) -> None:
         memory = check_memory(memory)
+        check_saving(save_tool_messages, save_only_user_messages)
         check_score(min_score, "min_score", 0.0)
         if not isinstance(reset_deletes, bool):
             raise InvalidInputError("reset_deletes", reset_deletes, "True or False")
@@ -130,6 +150,8 @@ class SGMemMemory(BaseMemory):
             tokenizer_fn=tokenizer_fn or get_tokenizer(),
             min_score=min_score,
             reset_deletes=reset_deletes,
+            save_tool_messages=save_tool_messages,
+            save_only_user_messages=save_only_user_messages,
         )
         self._store = SGMemChatStore(memory=memory, scope=self.scope)
         _persist.remember(memory)
@@ -195,7 +217,8 @@ class SGMemMemory(BaseMemory):
         (a 4,096-token model: 1,000 + 2,072). Without an LLM, ``token_limit``
         is 3000. ``chat_history`` replaces the thread's stored history. Other
         keyword arguments: ``context_tokens``, ``mode``, ``context_template``,
-        ``tokenizer_fn``, ``min_score``, ``reset_deletes``.
+        ``tokenizer_fn``, ``min_score``, ``reset_deletes``, ``save_tool_messages``,
+        ``save_only_user_messages``.
         """
         if memory is None or scope is None:
             raise InvalidInputError(
@@ -288,17 +311,21 @@ class SGMemMemory(BaseMemory):
         return self._store.get_messages(self.thread)
 
     # ------------------------------------------------------------------ write
+    def _kept(self, messages: list[ChatMessage]) -> list[ChatMessage]:
+        return to_keep(messages, self.save_tool_messages, self.save_only_user_messages)
+
     def put(self, message: ChatMessage) -> None:
-        """Store one message in the thread (and index it for recall)."""
-        self._store.add_message(self.thread, message)
+        """Store one message in the thread (and index it for recall); tool traffic only with ``save_tool_messages``."""
+        if self._kept([message]):
+            self._store.add_message(self.thread, message)
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
-        """Store several messages in one transaction (all or none)."""
-        self._store.add_messages(self.thread, messages)
+        """Store several messages in one transaction (all or none), leaving out what the options leave out."""
+        self._store.add_messages(self.thread, self._kept(messages) if isinstance(messages, list) else messages)
 
     def set(self, messages: list[ChatMessage]) -> None:
-        """Replace the thread's history with ``messages``."""
-        self._store.set_messages(self.thread, messages)
+        """Replace the thread's history with ``messages`` (less what the options leave out)."""
+        self._store.set_messages(self.thread, self._kept(messages) if isinstance(messages, list) else messages)
 
     def reset(self) -> None:
         """Start a new, empty thread; the old one stays in long-term memory (see :meth:`forget`).

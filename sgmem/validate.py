@@ -303,6 +303,24 @@ def check_names(value: Any, field: str, limits: Limits, one: bool = False) -> li
     return [check_name(v, f"{field}[]", limits) for v in names]
 
 
+def check_saving(save_tool_messages: Any, save_only_user_messages: Any) -> tuple[bool, bool]:
+    """The adapters' two options of what a conversation stores (tool traffic; only the user's messages)."""
+    for field, value in (
+        ("save_tool_messages", save_tool_messages),
+        ("save_only_user_messages", save_only_user_messages),
+    ):
+        if not isinstance(value, bool):
+            raise InvalidInputError(field, value, "True or False")
+    if save_tool_messages and save_only_user_messages:
+        raise InvalidInputError(
+            "save_tool_messages",
+            save_tool_messages,
+            "False when save_only_user_messages=True",
+            "Storing only the user's messages leaves tool traffic out; set one of the two.",
+        )
+    return save_tool_messages, save_only_user_messages
+
+
 def check_embedder_identity(embedder: Any) -> None:
     """The name and dim recorded in the store must be a real name and a positive int."""
     name, dim = getattr(embedder, "name", None), getattr(embedder, "dim", None)
