@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.runtime import Runtime
 
 from sgmem import InvalidInputError, Memory
-from sgmem.validate import check_int, check_mode, check_name, check_saving, check_score
+from sgmem.validate import check_int, check_mode, check_name, check_saving, check_score, fit_query
 
 from ._messages import render_text, role_of, to_sgmem
 from ._util import check_memory
@@ -178,11 +178,15 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         ids = (self._message_id(thread, m) for m in request.messages if isinstance(m, BaseMessage))
         return [i for i in ids if i is not None]
 
+    def _fit(self, query: str | None) -> str | None:
+        """The query within the store's query limit: an over-long message never fails the turn."""
+        return fit_query(query, self.memory.config.limits, logger) if query else query
+
     def wrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
     ) -> ModelResponse[Any]:
         """Append the scope's memories relevant to the latest user message to the system message."""
-        query = _latest_user_text(request.messages)
+        query = self._fit(_latest_user_text(request.messages))
         if query:
             block = self.memory.context(
                 query,
@@ -198,7 +202,7 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     async def awrap_model_call(self, request: ModelRequest[Any], handler: Callable[..., Any]) -> ModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
-        query = _latest_user_text(request.messages)
+        query = self._fit(_latest_user_text(request.messages))
         if query:
             block = await self.memory.acontext(
                 query,
@@ -239,7 +243,7 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             if not isinstance(m, BaseMessage) or not self._wanted(m):
                 continue
             try:
-                item = to_sgmem(m, f"state.messages[{i}]")
+                item = to_sgmem(m, f"state.messages[{i}]", self.memory.config.limits)
             except InvalidInputError as exc:
                 # the run is over: keep its text rather than fail it over fields sgmem cannot replay
                 logger.warning("sgmem: storing message %s without exact replay: %s", m.id, exc)

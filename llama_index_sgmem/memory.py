@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -14,7 +15,7 @@ from llama_index.core.utils import get_tokenizer
 
 import sgmem
 from sgmem.errors import InvalidInputError
-from sgmem.validate import check_int, check_mode, check_saving, check_score
+from sgmem.validate import check_int, check_mode, check_saving, check_score, fit_query
 
 from . import _persist
 from ._messages import check_key, check_memory, from_sgmem, query_text, to_keep
@@ -41,6 +42,9 @@ _FROM_DEFAULTS_EXTRAS = (
     "save_tool_messages",
     "save_only_user_messages",
 )
+
+
+logger = logging.getLogger(__name__)
 
 
 def _new_thread() -> str:
@@ -291,6 +295,7 @@ class SGMemMemory(BaseMemory):
         if not query:
             query = next((query_text(m) for m in reversed(msgs) if m.role == MessageRole.USER), "")
         if query and self.context_tokens > 0:
+            query = fit_query(query, mem.config.limits, logger)  # an over-long message never fails the turn
             recalled = mem.context(
                 query,
                 scope=scope,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import OrderedDict
 from typing import Any
@@ -13,7 +14,7 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 import sgmem
 from sgmem.errors import InvalidInputError
 from sgmem.text import count_tokens
-from sgmem.validate import check_int, check_mode, check_saving, check_score
+from sgmem.validate import check_int, check_mode, check_saving, check_score, fit_query
 
 from ._messages import check_key, check_memory, check_messages, query_text, to_keep
 
@@ -21,6 +22,7 @@ __all__ = ["DEFAULT_BLOCK_THREAD", "SGMemMemoryBlock"]
 
 #: Thread for flushed messages that carry no ``session_id`` when the block has no ``thread``.
 DEFAULT_BLOCK_THREAD = "llama_index_memory"
+logger = logging.getLogger(__name__)
 _REMEMBERED_QUERIES = 32  # recent (content -> query) pairs kept so atruncate can re-ask sgmem
 
 
@@ -115,6 +117,7 @@ class SGMemMemoryBlock(BaseMemoryBlock[str]):
         query = next((query_text(m) for m in reversed(messages or []) if m.role == MessageRole.USER), "")
         if not query:
             return ""
+        query = fit_query(query, self._memory.config.limits, logger)  # an over-long message never fails the turn
         text = await self._memory.acontext(
             query, scope=self.scope, budget_tokens=self.budget_tokens, mode=self.mode, min_score=self.min_score
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import math
 import unicodedata
 from collections.abc import Iterable, Mapping, Sized
@@ -319,6 +320,29 @@ def check_saving(save_tool_messages: Any, save_only_user_messages: Any) -> tuple
             "Storing only the user's messages leaves tool traffic out; set one of the two.",
         )
     return save_tool_messages, save_only_user_messages
+
+
+def fit_query(text: str, limits: Limits, log: logging.Logger) -> str:
+    """A query an adapter recalls with before a model call, within ``limits.max_query_chars``.
+
+    An over-long message (a pasted document) must not fail the agent's turn:
+    its beginning and its end are kept (where a request and its question
+    usually are) and the middle is left out, with a warning on ``log``.
+    """
+    cap = limits.max_query_chars
+    if len(text) <= cap:
+        return text
+    head = cap // 2
+    tail = cap - head - 1
+    log.warning(
+        "sgmem: a query of %d characters is over Limits.max_query_chars (%d); recalling with its first %d and "
+        "last %d characters",
+        len(text),
+        cap,
+        head,
+        tail,
+    )
+    return text[:head] + "\n" + text[len(text) - tail :]
 
 
 def check_embedder_identity(embedder: Any) -> None:
