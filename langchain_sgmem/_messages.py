@@ -199,11 +199,13 @@ def to_sgmem(message: Any, field: str = "message", limits: Limits | None = None)
     return out
 
 
-def to_sgmem_all(messages: Sequence[Any], field: str = "messages") -> list[dict[str, Any]]:
+def to_sgmem_all(
+    messages: Sequence[Any], field: str = "messages", limits: Limits | None = None
+) -> list[dict[str, Any]]:
     """Convert every message first, so one bad message means nothing is stored."""
     if isinstance(messages, (str, bytes, BaseMessage)) or not isinstance(messages, Sequence):
         raise InvalidInputError(field, messages, "a list of LangChain messages")
-    return [to_sgmem(m, f"{field}[{i}]") for i, m in enumerate(messages)]
+    return [to_sgmem(m, f"{field}[{i}]", limits) for i, m in enumerate(messages)]
 
 
 def from_sgmem(message: Message) -> BaseMessage:

@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.runtime import Runtime
 
 from sgmem import InvalidInputError, Memory
+from sgmem.parts import split_message
 from sgmem.validate import check_int, check_mode, check_name, check_saving, check_score, fit_query
 
 from ._messages import render_text, role_of, to_sgmem
@@ -251,7 +252,7 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             mid = self._message_id(thread, m)
             if mid is not None:
                 item["id"] = mid
-            items.append(item)
+            items.extend(split_message(item, self.memory.config.limits))  # over max_message_chars: in parts
         return scope, thread, items
 
     def _new(self, stored: Sequence[Any], items: list[dict[str, Any]]) -> list[dict[str, Any]]:

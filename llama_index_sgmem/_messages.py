@@ -52,6 +52,7 @@ from pydantic import ValidationError
 import sgmem
 from sgmem.config import Limits
 from sgmem.errors import InvalidInputError
+from sgmem.parts import split_message
 from sgmem.validate import check_name, normalise_messages
 
 __all__ = [
@@ -194,15 +195,20 @@ def to_keep(messages: list[Any], save_tool_messages: bool, save_only_user_messag
     return [m for m in messages if save_tool_messages or not is_tool_traffic(m)]
 
 
-def check_messages(messages: Any, field: str, memory: sgmem.Memory) -> list[dict[str, Any]]:
+def check_messages(messages: Any, field: str, memory: sgmem.Memory, split: bool = False) -> list[dict[str, Any]]:
     """A list of ``ChatMessage`` converted and validated by sgmem's own rules.
 
     Validation runs before anything is written, so an adapter can delete
     (e.g. to replace a thread) only once it knows the add cannot be refused.
+    With ``split``, a message over ``max_message_chars`` becomes its parts
+    (:mod:`sgmem.parts`) instead of an error.
     """
     if isinstance(messages, (ChatMessage, str, bytes)) or not isinstance(messages, Iterable):
         raise InvalidInputError(field, messages, "a list of llama_index ChatMessage objects")
-    out = [to_sgmem(m, f"{field}[{i}]", memory.config.limits) for i, m in enumerate(messages)]
+    limits = memory.config.limits
+    out = [to_sgmem(m, f"{field}[{i}]", limits) for i, m in enumerate(messages)]
+    if split:
+        out = [part for item in out for part in split_message(item, limits)]
     if out:
         normalise_messages(out, datetime.now(timezone.utc), memory.config.limits)
     return out

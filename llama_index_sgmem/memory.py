@@ -15,10 +15,11 @@ from llama_index.core.utils import get_tokenizer
 
 import sgmem
 from sgmem.errors import InvalidInputError
+from sgmem.parts import join_parts
 from sgmem.validate import check_int, check_mode, check_saving, check_score, fit_query
 
 from . import _persist
-from ._messages import check_key, check_memory, from_sgmem, query_text, to_keep
+from ._messages import check_key, check_memory, check_messages, from_sgmem, query_text, to_keep
 from .chat_store import SGMemChatStore
 
 __all__ = ["DEFAULT_CONTEXT_TEMPLATE", "DEFAULT_CONTEXT_TOKENS", "DEFAULT_TOKEN_LIMIT", "SGMemMemory"]
@@ -287,10 +288,12 @@ class SGMemMemory(BaseMemory):
         """
         initial_token_count = check_int(initial_token_count, "initial_token_count", 0, self.token_limit)
         mem, scope = self.memory, self.scope
-        stored = mem.messages(scope=scope, thread=self.thread)
+        raw = mem.messages(scope=scope, thread=self.thread)
+        stored = join_parts(raw)
         msgs = [from_sgmem(m) for m in stored]
         start = self._window(msgs, self.token_limit - initial_token_count) if msgs else 0
         window, out = stored[start:], msgs[start:]
+        in_window = {m.id for m in window if m.id}
         query = query_text(input)
         if not query:
             query = next((query_text(m) for m in reversed(msgs) if m.role == MessageRole.USER), "")
@@ -301,7 +304,7 @@ class SGMemMemory(BaseMemory):
                 scope=scope,
                 budget_tokens=self.context_tokens,
                 mode=self.mode,
-                exclude_message_ids=[m.id for m in window if m.id],
+                exclude_message_ids=[m.id for m in raw if m.id and m.id.split("~part")[0] in in_window],
                 min_score=self.min_score,
             )
             if recalled:
@@ -313,24 +316,30 @@ class SGMemMemory(BaseMemory):
 
     def get_all(self) -> list[ChatMessage]:
         """Every message of the thread, oldest first."""
-        return self._store.get_messages(self.thread)
+        return [from_sgmem(m) for m in join_parts(self.memory.messages(scope=self.scope, thread=self.thread))]
 
     # ------------------------------------------------------------------ write
     def _kept(self, messages: list[ChatMessage]) -> list[ChatMessage]:
         return to_keep(messages, self.save_tool_messages, self.save_only_user_messages)
 
+    def _items(self, messages: Any) -> list[dict[str, Any]]:
+        # a message over max_message_chars is stored in parts (sgmem.parts), joined again on replay
+        kept = self._kept(messages) if isinstance(messages, list) else messages
+        return check_messages(kept, "messages", self.memory, split=True)
+
     def put(self, message: ChatMessage) -> None:
         """Store one message in the thread (and index it for recall); tool traffic only with ``save_tool_messages``."""
-        if self._kept([message]):
-            self._store.add_message(self.thread, message)
+        self.put_messages([message])
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
         """Store several messages in one transaction (all or none), leaving out what the options leave out."""
-        self._store.add_messages(self.thread, self._kept(messages) if isinstance(messages, list) else messages)
+        items = self._items(messages)
+        if items:
+            self.memory.add(items, scope=self.scope, thread=self.thread)
 
     def set(self, messages: list[ChatMessage]) -> None:
         """Replace the thread's history with ``messages`` (less what the options leave out)."""
-        self._store.set_messages(self.thread, self._kept(messages) if isinstance(messages, list) else messages)
+        self.memory.set_thread(self._items(messages), scope=self.scope, thread=self.thread)
 
     def reset(self) -> None:
         """Start a new, empty thread; the old one stays in long-term memory (see :meth:`forget`).

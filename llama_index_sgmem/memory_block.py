@@ -140,7 +140,9 @@ class SGMemMemoryBlock(BaseMemoryBlock[str]):
             thread = self.thread or (session if isinstance(session, str) and session.strip() else DEFAULT_BLOCK_THREAD)
             groups.setdefault(thread, []).append(m)
         # validate every group before writing any, so bad input stores nothing
-        batches = [(thread, check_messages(msgs, "messages", self._memory)) for thread, msgs in groups.items()]
+        batches = [
+            (thread, check_messages(msgs, "messages", self._memory, split=True)) for thread, msgs in groups.items()
+        ]
         await self._memory.aadd_many(batches, scope=self.scope)  # one embedding pass, one transaction per thread
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:

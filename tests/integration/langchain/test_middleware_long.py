@@ -27,6 +27,15 @@ LONG = LONG[:99_987] + "\nWhat failed?"
 
 
 @pytest.fixture
+def small() -> Iterator[sgmem.Memory]:
+    """A store whose messages may hold 20,000 characters (a quick stand-in for the default 200,000)."""
+    config = sgmem.Config(min_relevance=0.0, limits=sgmem.Limits(max_message_chars=20_000))
+    with sgmem.Memory(embedder=HashEmbedder(), config=config) as m:
+        m.add({"role": "user", "content": "The nightly job runs at 2am."}, scope="alice", thread="earlier")
+        yield m
+
+
+@pytest.fixture
 def mem() -> Iterator[sgmem.Memory]:
     with sgmem.Memory(embedder=HashEmbedder(), config=sgmem.Config(min_relevance=0.0)) as m:
         m.add({"role": "user", "content": "The nightly job runs at 2am."}, scope="alice", thread="earlier")
@@ -48,6 +57,24 @@ def test_an_agent_turn_with_a_100000_character_message_completes_and_replays(
     assert any("max_query_chars" in r.getMessage() for r in caplog.records)
     replay = SGMemChatMessageHistory(mem, scope="alice", thread="t").messages
     assert [m.content for m in replay] == [LONG, "Nothing failed."]
+
+
+def test_a_message_over_max_message_chars_is_stored_in_parts_and_replays_whole(small: sgmem.Memory) -> None:
+    mem = small
+    huge = LONG[:45_000] + "The end."  # over the store's max_message_chars (20,000 here: the default is 200,000)
+    model = RecordingChatModel(reply="Read it.")
+    agent = create_agent(
+        model, tools=[], middleware=[SGMemMiddleware(mem, scope="alice")], checkpointer=InMemorySaver()
+    )
+    for _ in range(2):  # a second run of the thread stores nothing twice
+        agent.invoke({"messages": [{"role": "user", "content": huge}]}, {"configurable": {"thread_id": "big"}})
+    parts = [m for m in mem.messages(scope="alice", thread="big") if m.role == "user"]
+    assert [len(p.content) for p in parts[:3]] == [20_000, 20_000, 5_008]  # verbatim slices, each indexed
+    history = SGMemChatMessageHistory(mem, scope="alice", thread="big")
+    replay = history.messages
+    assert replay[0].content == huge and replay[1].content == "Read it." and replay[2].content == huge
+    history.add_messages(replay[:1])  # the history's own writes split it the same way
+    assert history.messages[-1].content == huge
 
 
 def test_the_legacy_memory_takes_a_100000_character_input(mem: sgmem.Memory) -> None:
