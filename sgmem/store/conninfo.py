@@ -46,7 +46,8 @@ def _is_url(target: str) -> bool:
 
 def _kv_pairs(target: str) -> list[tuple[str, int, int, int]] | None:
     """Each ``key=value`` of a libpq string as (key, key start, value start, value end); None if malformed."""
-    pairs, i, n = [], 0, len(target)
+    pairs: list[tuple[str, int, int, int]] = []
+    i, n = 0, len(target)
     while True:
         while i < n and target[i].isspace():
             i += 1
