@@ -45,12 +45,14 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 
-from sgmem import InvalidInputError, Message
+from sgmem import InvalidInputError, Limits, Message
 
 __all__ = ["METADATA_KEY", "from_sgmem", "render_text", "role_of", "to_sgmem", "to_sgmem_all"]
 
 #: Key of the serialised LangChain message in sgmem message metadata.
 METADATA_KEY = "langchain"
+#: Key marking that the serialised message's text is the sgmem ``content`` (a long message's text is kept once).
+TEXT_KEY = "langchain_text"
 
 #: Exact classes the adapters map; subclasses are refused (they would not replay as themselves).
 _ROLE_BY_CLASS: dict[type[BaseMessage], str] = {
@@ -160,7 +162,7 @@ def _speaker(name: Any) -> str | None:
     return None
 
 
-def to_sgmem(message: Any, field: str = "message") -> dict[str, Any]:
+def to_sgmem(message: Any, field: str = "message", limits: Limits | None = None) -> dict[str, Any]:
     """One LangChain message as a sgmem message dict (see the module docstring).
 
     Raises:
@@ -179,17 +181,31 @@ def to_sgmem(message: Any, field: str = "message") -> dict[str, Any]:
             f"{exc}. sgmem stores the message as JSON to replay it exactly.",
         ) from None
     out: dict[str, Any] = {"role": role, "content": render_text(message), "metadata": {METADATA_KEY: data}}
+    # a long message's text is kept once, as the content, when the replay copy (which has a size limit) would be
+    # over max_metadata_chars; what was stored before is stored the same way
+    limit = (limits or Limits()).max_metadata_chars
+    inner = data.get("data") if isinstance(data, dict) else None
+    if (
+        isinstance(inner, dict)
+        and inner.get("content") == out["content"]
+        and len(out["content"]) >= limit // 4
+        and len(json.dumps(data)) > limit
+    ):
+        inner["content"] = ""
+        out["metadata"][TEXT_KEY] = True
     name = _speaker(message.name) or _own_role(message)
     if name is not None:
         out["name"] = name
     return out
 
 
-def to_sgmem_all(messages: Sequence[Any], field: str = "messages") -> list[dict[str, Any]]:
+def to_sgmem_all(
+    messages: Sequence[Any], field: str = "messages", limits: Limits | None = None
+) -> list[dict[str, Any]]:
     """Convert every message first, so one bad message means nothing is stored."""
     if isinstance(messages, (str, bytes, BaseMessage)) or not isinstance(messages, Sequence):
         raise InvalidInputError(field, messages, "a list of LangChain messages")
-    return [to_sgmem(m, f"{field}[{i}]") for i, m in enumerate(messages)]
+    return [to_sgmem(m, f"{field}[{i}]", limits) for i, m in enumerate(messages)]
 
 
 def from_sgmem(message: Message) -> BaseMessage:
@@ -201,6 +217,8 @@ def from_sgmem(message: Message) -> BaseMessage:
     tool call id to give a ``ToolMessage``); their id is the sgmem id.
     """
     stored = message.metadata.get(METADATA_KEY) if isinstance(message.metadata, dict) else None
+    if isinstance(stored, dict) and isinstance(stored.get("data"), dict) and message.metadata.get(TEXT_KEY) is True:
+        stored = {**stored, "data": {**stored["data"], "content": message.content}}  # the text kept once
     if isinstance(stored, dict) and "type" in stored and "data" in stored:
         return messages_from_dict([stored])[0]
     kwargs: dict[str, Any] = {"content": message.content, "id": message.id}

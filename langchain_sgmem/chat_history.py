@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
 from sgmem import Memory
+from sgmem.parts import join_parts, split_message
 
 from ._messages import from_sgmem, to_sgmem_all
 from ._util import check_memory, check_name_arg
@@ -82,21 +84,26 @@ class SGMemChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]  # the base declares a plain attribute
         """The thread's messages, in order, exactly as they were added."""
-        return [from_sgmem(m) for m in self.memory.messages(scope=self.scope, thread=self.thread)]
+        return [from_sgmem(m) for m in join_parts(self.memory.messages(scope=self.scope, thread=self.thread))]
 
     async def aget_messages(self) -> list[BaseMessage]:
         """Async :attr:`messages`."""
-        return [from_sgmem(m) for m in await self.memory.amessages(scope=self.scope, thread=self.thread)]
+        return [from_sgmem(m) for m in join_parts(await self.memory.amessages(scope=self.scope, thread=self.thread))]
+
+    def _items(self, messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+        # a message over max_message_chars is stored in parts (sgmem.parts), joined again by `messages`
+        limits = self.memory.config.limits
+        return [part for item in to_sgmem_all(messages, limits=limits) for part in split_message(item, limits)]
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Append messages (one transaction; all or nothing) and index them."""
-        items = to_sgmem_all(messages)
+        items = self._items(messages)
         if items:
             self.memory.add(items, scope=self.scope, thread=self.thread)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async :meth:`add_messages`."""
-        items = to_sgmem_all(messages)
+        items = self._items(messages)
         if items:
             await self.memory.aadd(items, scope=self.scope, thread=self.thread)
 

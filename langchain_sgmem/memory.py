@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from langchain_classic.base_memory import BaseMemory
@@ -10,10 +11,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from sgmem import InvalidInputError, Memory
-from sgmem.validate import check_mode, check_score
+from sgmem.validate import check_mode, check_score, fit_query
 
 from ._messages import to_sgmem
 from ._util import check_memory, check_name_arg
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["SGMemMemory"]
 
@@ -117,7 +120,9 @@ class SGMemMemory(BaseMemory):
         value = inputs.get(key)
         if isinstance(value, BaseMessage):
             value = value.text
-        return value if isinstance(value, str) and value.strip() else None
+        if not (isinstance(value, str) and value.strip()):
+            return None
+        return fit_query(value, self.memory.config.limits, logger)  # an over-long input never fails the chain
 
     def _variables(self, block: str) -> dict[str, Any]:
         if self.return_messages:

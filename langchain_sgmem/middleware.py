@@ -12,7 +12,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.runtime import Runtime
 
 from sgmem import InvalidInputError, Memory
-from sgmem.validate import check_int, check_mode, check_name, check_score
+from sgmem.parts import split_message
+from sgmem.validate import check_int, check_mode, check_name, check_saving, check_score, fit_query
 
 from ._messages import render_text, role_of, to_sgmem
 from ._util import check_memory
@@ -104,8 +105,11 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         min_score: leave out memories whose relevance (:attr:`sgmem.Hit.relevance`,
             in [0, 1]) is below this; ``None``: the memory's
             ``Config.min_relevance``, so an unrelated question adds nothing.
-        save_tool_messages: also store tool calls and tool results (default:
-            only user messages and assistant replies with text).
+        save_tool_messages: also store tool traffic: assistant messages that
+            call a tool and tool results (default False: only user messages and
+            assistant replies with text, as ``SGMemMemory`` in LlamaIndex).
+        save_only_user_messages: store only the user's messages (default
+            False); cannot be combined with ``save_tool_messages``.
     """
 
     def __init__(
@@ -119,6 +123,7 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         mode: str | None = None,
         min_score: float | None = None,
         save_tool_messages: bool = False,
+        save_only_user_messages: bool = False,
     ) -> None:
         super().__init__()
         self.memory = check_memory(memory)
@@ -135,7 +140,9 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self.mode = check_mode(mode)
         check_score(min_score, "min_score", 0.0)
         self.min_score = min_score
-        self.save_tool_messages = bool(save_tool_messages)
+        self.save_tool_messages, self.save_only_user_messages = check_saving(
+            save_tool_messages, save_only_user_messages
+        )
         self.tools = []
 
     # ------------------------------------------------------------ resolving
@@ -172,11 +179,15 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         ids = (self._message_id(thread, m) for m in request.messages if isinstance(m, BaseMessage))
         return [i for i in ids if i is not None]
 
+    def _fit(self, query: str | None) -> str | None:
+        """The query within the store's query limit: an over-long message never fails the turn."""
+        return fit_query(query, self.memory.config.limits, logger) if query else query
+
     def wrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
     ) -> ModelResponse[Any]:
         """Append the scope's memories relevant to the latest user message to the system message."""
-        query = _latest_user_text(request.messages)
+        query = self._fit(_latest_user_text(request.messages))
         if query:
             block = self.memory.context(
                 query,
@@ -192,7 +203,7 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     async def awrap_model_call(self, request: ModelRequest[Any], handler: Callable[..., Any]) -> ModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
-        query = _latest_user_text(request.messages)
+        query = self._fit(_latest_user_text(request.messages))
         if query:
             block = await self.memory.acontext(
                 query,
@@ -210,8 +221,12 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     def _wanted(self, m: BaseMessage) -> bool:
         if type(m) is HumanMessage:
             return True
+        if self.save_only_user_messages:
+            return False
+        if type(m) is AIMessage and (m.tool_calls or m.invalid_tool_calls):  # tool traffic, even with some text
+            return self.save_tool_messages
         if type(m) is AIMessage:
-            return self.save_tool_messages or bool(m.text.strip())
+            return bool(m.text.strip())
         return self.save_tool_messages and type(m) is ToolMessage
 
     @staticmethod
@@ -229,7 +244,7 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             if not isinstance(m, BaseMessage) or not self._wanted(m):
                 continue
             try:
-                item = to_sgmem(m, f"state.messages[{i}]")
+                item = to_sgmem(m, f"state.messages[{i}]", self.memory.config.limits)
             except InvalidInputError as exc:
                 # the run is over: keep its text rather than fail it over fields sgmem cannot replay
                 logger.warning("sgmem: storing message %s without exact replay: %s", m.id, exc)
@@ -237,7 +252,7 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             mid = self._message_id(thread, m)
             if mid is not None:
                 item["id"] = mid
-            items.append(item)
+            items.extend(split_message(item, self.memory.config.limits))  # over max_message_chars: in parts
         return scope, thread, items
 
     def _new(self, stored: Sequence[Any], items: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -50,7 +50,9 @@ from llama_index.core.base.llms.types import (
 from pydantic import ValidationError
 
 import sgmem
+from sgmem.config import Limits
 from sgmem.errors import InvalidInputError
+from sgmem.parts import split_message
 from sgmem.validate import check_name, normalise_messages
 
 __all__ = [
@@ -61,12 +63,16 @@ __all__ = [
     "check_messages",
     "from_sgmem",
     "index_text",
+    "is_tool_traffic",
     "query_text",
+    "to_keep",
     "to_sgmem",
 ]
 
 #: Key of the exact LlamaIndex message inside sgmem ``metadata``.
 META_KEY = "llama_index"
+#: Key of the position of the text block whose text is the sgmem ``content`` (a long message's text is kept once).
+TEXT_KEY = "llama_index_text_block"
 
 _TO_SGMEM = {
     MessageRole.USER.value: "user",
@@ -119,7 +125,24 @@ def index_text(message: ChatMessage, role: str) -> str:
     return text if text.strip() else f"[empty {role} message]"
 
 
-def to_sgmem(message: Any, field: str = "message") -> dict[str, Any]:
+def _not_twice(out: dict[str, Any], dumped: dict[str, Any], limits: Limits | None) -> None:
+    """Keep a long message's text once: as ``content``, not again in the replay copy (which has a size limit).
+
+    Only when the copy would be over ``max_metadata_chars``, so what was stored before is stored the same way.
+    """
+    limit = (limits or Limits()).max_metadata_chars
+    blocks = dumped.get("blocks")
+    if not isinstance(blocks, list) or len(out["content"]) < limit // 4:
+        return
+    if len(json.dumps(dumped)) <= limit:
+        return
+    texts = [i for i, b in enumerate(blocks) if isinstance(b, dict) and b.get("block_type") == "text"]
+    if len(texts) == 1 and blocks[texts[0]].get("text") == out["content"]:
+        blocks[texts[0]] = {**blocks[texts[0]], "text": ""}
+        out["metadata"][TEXT_KEY] = texts[0]
+
+
+def to_sgmem(message: Any, field: str = "message", limits: Limits | None = None) -> dict[str, Any]:
     """One ``ChatMessage`` as an sgmem message dict (role, indexed text, exact replay in metadata).
 
     Raises:
@@ -149,18 +172,43 @@ def to_sgmem(message: Any, field: str = "message") -> dict[str, Any]:
             "JSON-serialisable values",
             f"sgmem keeps them to replay the message exactly ({type(exc).__name__}: {str(exc)[:200]}).",
         ) from None
-    return {"role": role, "content": index_text(message, role), "metadata": {META_KEY: dumped}}
+    out = {"role": role, "content": index_text(message, role), "metadata": {META_KEY: dumped}}
+    _not_twice(out, dumped, limits)
+    return out
 
 
-def check_messages(messages: Any, field: str, memory: sgmem.Memory) -> list[dict[str, Any]]:
+def is_tool_traffic(message: Any) -> bool:
+    """A tool (or function) result, or an assistant message that calls a tool (whatever text it also has)."""
+    if not isinstance(message, ChatMessage):
+        return False
+    if message.role in (MessageRole.TOOL, MessageRole.FUNCTION):
+        return True
+    return any(isinstance(b, ToolCallBlock) for b in message.blocks) or bool(
+        message.additional_kwargs.get("tool_calls")
+    )
+
+
+def to_keep(messages: list[Any], save_tool_messages: bool, save_only_user_messages: bool) -> list[Any]:
+    """The messages of a conversation an adapter stores: the user's, and the rest unless left out by the options."""
+    if save_only_user_messages:
+        return [m for m in messages if not isinstance(m, ChatMessage) or m.role == MessageRole.USER]
+    return [m for m in messages if save_tool_messages or not is_tool_traffic(m)]
+
+
+def check_messages(messages: Any, field: str, memory: sgmem.Memory, split: bool = False) -> list[dict[str, Any]]:
     """A list of ``ChatMessage`` converted and validated by sgmem's own rules.
 
     Validation runs before anything is written, so an adapter can delete
     (e.g. to replace a thread) only once it knows the add cannot be refused.
+    With ``split``, a message over ``max_message_chars`` becomes its parts
+    (:mod:`sgmem.parts`) instead of an error.
     """
     if isinstance(messages, (ChatMessage, str, bytes)) or not isinstance(messages, Iterable):
         raise InvalidInputError(field, messages, "a list of llama_index ChatMessage objects")
-    out = [to_sgmem(m, f"{field}[{i}]") for i, m in enumerate(messages)]
+    limits = memory.config.limits
+    out = [to_sgmem(m, f"{field}[{i}]", limits) for i, m in enumerate(messages)]
+    if split:
+        out = [part for item in out for part in split_message(item, limits)]
     if out:
         normalise_messages(out, datetime.now(timezone.utc), memory.config.limits)
     return out
@@ -168,7 +216,7 @@ def check_messages(messages: Any, field: str, memory: sgmem.Memory) -> list[dict
 
 def check_message(message: Any, field: str, memory: sgmem.Memory) -> dict[str, Any]:
     """One ``ChatMessage`` converted and validated by sgmem's own rules."""
-    out = to_sgmem(message, field)
+    out = to_sgmem(message, field, memory.config.limits)
     normalise_messages([out], datetime.now(timezone.utc), memory.config.limits)
     return out
 
@@ -185,6 +233,12 @@ def from_sgmem(message: sgmem.Message) -> ChatMessage:
     framework) come back with their sgmem role and text.
     """
     dumped = message.metadata.get(META_KEY) if message.metadata else None
+    at = message.metadata.get(TEXT_KEY) if message.metadata else None
+    if isinstance(dumped, dict) and isinstance(at, int) and isinstance(dumped.get("blocks"), list):
+        blocks = list(dumped["blocks"])
+        if 0 <= at < len(blocks) and isinstance(blocks[at], dict):  # the text kept once, as the content
+            blocks[at] = {**blocks[at], "text": message.content}
+            dumped = {**dumped, "blocks": blocks}
     if isinstance(dumped, dict):
         try:
             return ChatMessage.model_validate(dumped)

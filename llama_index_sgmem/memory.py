@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -14,10 +15,11 @@ from llama_index.core.utils import get_tokenizer
 
 import sgmem
 from sgmem.errors import InvalidInputError
-from sgmem.validate import check_int, check_mode, check_score
+from sgmem.parts import join_parts
+from sgmem.validate import check_int, check_mode, check_saving, check_score, fit_query
 
 from . import _persist
-from ._messages import check_key, check_memory, from_sgmem, query_text
+from ._messages import check_key, check_memory, check_messages, from_sgmem, query_text, to_keep
 from .chat_store import SGMemChatStore
 
 __all__ = ["DEFAULT_CONTEXT_TEMPLATE", "DEFAULT_CONTEXT_TOKENS", "DEFAULT_TOKEN_LIMIT", "SGMemMemory"]
@@ -31,7 +33,19 @@ DEFAULT_CONTEXT_TEMPLATE = (
     "Memories from earlier conversations with this user follow. Use them when they are relevant.\n\n{context}"
 )
 _TOKEN_LIMIT_RATIO = 0.75  # of an LLM's context window, as ChatMemoryBuffer.from_defaults
-_FROM_DEFAULTS_EXTRAS = ("context_tokens", "mode", "context_template", "tokenizer_fn", "min_score", "reset_deletes")
+_FROM_DEFAULTS_EXTRAS = (
+    "context_tokens",
+    "mode",
+    "context_template",
+    "tokenizer_fn",
+    "min_score",
+    "reset_deletes",
+    "save_tool_messages",
+    "save_only_user_messages",
+)
+
+
+logger = logging.getLogger(__name__)
 
 
 def _new_thread() -> str:
@@ -87,6 +101,12 @@ class SGMemMemory(BaseMemory):
             is below this out (``None``: the store's ``Config.min_relevance``).
         reset_deletes: make :meth:`reset` delete the thread for good
             (default False: it starts a new thread, the old one stays recallable).
+        save_tool_messages: also store tool traffic: assistant messages that
+            call a tool and tool results (default False, as LangChain's
+            ``SGMemMiddleware``: an agent's tool calls and their outputs are
+            neither kept in the thread nor recalled).
+        save_only_user_messages: store only the user's messages (default
+            False); cannot be combined with ``save_tool_messages``.
     """
 
     scope: str = Field(description="The sgmem scope (user or tenant) of this memory.")
@@ -98,6 +118,8 @@ class SGMemMemory(BaseMemory):
     tokenizer_fn: Callable[[str], list] = Field(default_factory=get_tokenizer, exclude=True)
     min_score: float | None = Field(default=None, description="Relevance cutoff of recall; None for the store's.")
     reset_deletes: bool = Field(default=False, description="reset() deletes the thread instead of starting anew.")
+    save_tool_messages: bool = Field(default=False, description="Also store tool calls and tool results.")
+    save_only_user_messages: bool = Field(default=False, description="Store only the user's messages.")
     _store: SGMemChatStore = PrivateAttr()
 
     def __init__(
@@ -113,8 +135,11 @@ class SGMemMemory(BaseMemory):
         tokenizer_fn: Callable[[str], list] | None = None,
         min_score: float | None = None,
         reset_deletes: bool = False,
+        save_tool_messages: bool = False,
+        save_only_user_messages: bool = False,
     ) -> None:
         memory = check_memory(memory)
+        check_saving(save_tool_messages, save_only_user_messages)
         check_score(min_score, "min_score", 0.0)
         if not isinstance(reset_deletes, bool):
             raise InvalidInputError("reset_deletes", reset_deletes, "True or False")
@@ -130,6 +155,8 @@ class SGMemMemory(BaseMemory):
             tokenizer_fn=tokenizer_fn or get_tokenizer(),
             min_score=min_score,
             reset_deletes=reset_deletes,
+            save_tool_messages=save_tool_messages,
+            save_only_user_messages=save_only_user_messages,
         )
         self._store = SGMemChatStore(memory=memory, scope=self.scope)
         _persist.remember(memory)
@@ -195,7 +222,8 @@ class SGMemMemory(BaseMemory):
         (a 4,096-token model: 1,000 + 2,072). Without an LLM, ``token_limit``
         is 3000. ``chat_history`` replaces the thread's stored history. Other
         keyword arguments: ``context_tokens``, ``mode``, ``context_template``,
-        ``tokenizer_fn``, ``min_score``, ``reset_deletes``.
+        ``tokenizer_fn``, ``min_score``, ``reset_deletes``, ``save_tool_messages``,
+        ``save_only_user_messages``.
         """
         if memory is None or scope is None:
             raise InvalidInputError(
@@ -260,20 +288,23 @@ class SGMemMemory(BaseMemory):
         """
         initial_token_count = check_int(initial_token_count, "initial_token_count", 0, self.token_limit)
         mem, scope = self.memory, self.scope
-        stored = mem.messages(scope=scope, thread=self.thread)
+        raw = mem.messages(scope=scope, thread=self.thread)
+        stored = join_parts(raw)
         msgs = [from_sgmem(m) for m in stored]
         start = self._window(msgs, self.token_limit - initial_token_count) if msgs else 0
         window, out = stored[start:], msgs[start:]
+        in_window = {m.id for m in window if m.id}
         query = query_text(input)
         if not query:
             query = next((query_text(m) for m in reversed(msgs) if m.role == MessageRole.USER), "")
         if query and self.context_tokens > 0:
+            query = fit_query(query, mem.config.limits, logger)  # an over-long message never fails the turn
             recalled = mem.context(
                 query,
                 scope=scope,
                 budget_tokens=self.context_tokens,
                 mode=self.mode,
-                exclude_message_ids=[m.id for m in window if m.id],
+                exclude_message_ids=[m.id for m in raw if m.id and m.id.split("~part")[0] in in_window],
                 min_score=self.min_score,
             )
             if recalled:
@@ -285,20 +316,30 @@ class SGMemMemory(BaseMemory):
 
     def get_all(self) -> list[ChatMessage]:
         """Every message of the thread, oldest first."""
-        return self._store.get_messages(self.thread)
+        return [from_sgmem(m) for m in join_parts(self.memory.messages(scope=self.scope, thread=self.thread))]
 
     # ------------------------------------------------------------------ write
+    def _kept(self, messages: list[ChatMessage]) -> list[ChatMessage]:
+        return to_keep(messages, self.save_tool_messages, self.save_only_user_messages)
+
+    def _items(self, messages: Any) -> list[dict[str, Any]]:
+        # a message over max_message_chars is stored in parts (sgmem.parts), joined again on replay
+        kept = self._kept(messages) if isinstance(messages, list) else messages
+        return check_messages(kept, "messages", self.memory, split=True)
+
     def put(self, message: ChatMessage) -> None:
-        """Store one message in the thread (and index it for recall)."""
-        self._store.add_message(self.thread, message)
+        """Store one message in the thread (and index it for recall); tool traffic only with ``save_tool_messages``."""
+        self.put_messages([message])
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
-        """Store several messages in one transaction (all or none)."""
-        self._store.add_messages(self.thread, messages)
+        """Store several messages in one transaction (all or none), leaving out what the options leave out."""
+        items = self._items(messages)
+        if items:
+            self.memory.add(items, scope=self.scope, thread=self.thread)
 
     def set(self, messages: list[ChatMessage]) -> None:
-        """Replace the thread's history with ``messages``."""
-        self._store.set_messages(self.thread, messages)
+        """Replace the thread's history with ``messages`` (less what the options leave out)."""
+        self.memory.set_thread(self._items(messages), scope=self.scope, thread=self.thread)
 
     def reset(self) -> None:
         """Start a new, empty thread; the old one stays in long-term memory (see :meth:`forget`).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import OrderedDict
 from typing import Any
@@ -13,14 +14,15 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 import sgmem
 from sgmem.errors import InvalidInputError
 from sgmem.text import count_tokens
-from sgmem.validate import check_int, check_mode, check_score
+from sgmem.validate import check_int, check_mode, check_saving, check_score, fit_query
 
-from ._messages import check_key, check_memory, check_messages, query_text
+from ._messages import check_key, check_memory, check_messages, query_text, to_keep
 
 __all__ = ["DEFAULT_BLOCK_THREAD", "SGMemMemoryBlock"]
 
 #: Thread for flushed messages that carry no ``session_id`` when the block has no ``thread``.
 DEFAULT_BLOCK_THREAD = "llama_index_memory"
+logger = logging.getLogger(__name__)
 _REMEMBERED_QUERIES = 32  # recent (content -> query) pairs kept so atruncate can re-ask sgmem
 
 
@@ -58,6 +60,10 @@ class SGMemMemoryBlock(BaseMemoryBlock[str]):
             truncates priority 0, so the block would overrun the ``Memory``'s
             token budget): the block is shrunk, asking sgmem again with a
             smaller budget, before short-term messages are dropped.
+        save_tool_messages: also store tool traffic flushed by the ``Memory``
+            (assistant messages that call a tool, tool results); default False,
+            as ``SGMemMemory`` and LangChain's ``SGMemMiddleware``.
+        save_only_user_messages: store only the user's messages (default False).
         name, description, accept_short_term_memory: as ``BaseMemoryBlock``.
     """
 
@@ -68,6 +74,8 @@ class SGMemMemoryBlock(BaseMemoryBlock[str]):
     mode: str | None = Field(default=None, description="sgmem retrieval mode; None for the store's default.")
     min_score: float | None = Field(default=None, description="Relevance cutoff in [0, 1]; None for the store's.")
     priority: int = Field(default=1, description="Truncation priority; 0 would never be truncated.")
+    save_tool_messages: bool = Field(default=False, description="Also store tool calls and tool results.")
+    save_only_user_messages: bool = Field(default=False, description="Store only the user's messages.")
     _memory: sgmem.Memory = PrivateAttr()
     _queries: OrderedDict[str, str] = PrivateAttr(default_factory=OrderedDict)
 
@@ -80,16 +88,21 @@ class SGMemMemoryBlock(BaseMemoryBlock[str]):
         budget_tokens: int = 1000,
         mode: str | None = None,
         min_score: float | None = None,
+        save_tool_messages: bool = False,
+        save_only_user_messages: bool = False,
         **kwargs: Any,
     ) -> None:
         memory = check_memory(memory)
         check_score(min_score, "min_score", 0.0)
+        check_saving(save_tool_messages, save_only_user_messages)
         super().__init__(  # type: ignore[call-arg]  # pydantic fields; mypy runs without the pydantic plugin
             scope=check_key(scope, "scope", memory),
             thread=check_key(thread, "thread", memory) if thread is not None else None,
             budget_tokens=check_int(budget_tokens, "budget_tokens", 1),
             mode=check_mode(mode),
             min_score=min_score,
+            save_tool_messages=save_tool_messages,
+            save_only_user_messages=save_only_user_messages,
             **kwargs,
         )
         self._memory = memory
@@ -104,6 +117,7 @@ class SGMemMemoryBlock(BaseMemoryBlock[str]):
         query = next((query_text(m) for m in reversed(messages or []) if m.role == MessageRole.USER), "")
         if not query:
             return ""
+        query = fit_query(query, self._memory.config.limits, logger)  # an over-long message never fails the turn
         text = await self._memory.acontext(
             query, scope=self.scope, budget_tokens=self.budget_tokens, mode=self.mode, min_score=self.min_score
         )
@@ -115,7 +129,9 @@ class SGMemMemoryBlock(BaseMemoryBlock[str]):
         return text
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
-        """Store flushed messages in sgmem, one transaction per thread."""
+        """Store flushed messages in sgmem, one transaction per thread (tool traffic only when asked)."""
+        if isinstance(messages, list):
+            messages = to_keep(messages, self.save_tool_messages, self.save_only_user_messages)
         if not messages:
             return
         groups: dict[str, list[ChatMessage]] = {}
@@ -124,7 +140,9 @@ class SGMemMemoryBlock(BaseMemoryBlock[str]):
             thread = self.thread or (session if isinstance(session, str) and session.strip() else DEFAULT_BLOCK_THREAD)
             groups.setdefault(thread, []).append(m)
         # validate every group before writing any, so bad input stores nothing
-        batches = [(thread, check_messages(msgs, "messages", self._memory)) for thread, msgs in groups.items()]
+        batches = [
+            (thread, check_messages(msgs, "messages", self._memory, split=True)) for thread, msgs in groups.items()
+        ]
         await self._memory.aadd_many(batches, scope=self.scope)  # one embedding pass, one transaction per thread
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:

@@ -456,6 +456,7 @@ class Limits:
         max_k: largest ``k`` a search accepts.
         max_name_chars: characters in a scope, thread, speaker name or message id.
         max_metadata_chars: characters of one message's ``metadata`` as JSON.
+        max_ids_per_call: message ids (or thread names) in one call's list, e.g. ``delete(message_ids=...)``.
     """
 
     max_message_chars: int = 200_000
@@ -465,6 +466,7 @@ class Limits:
     max_k: int = 1_000
     max_name_chars: int = 512
     max_metadata_chars: int = 100_000
+    max_ids_per_call: int = 10_000
 
     def __post_init__(self) -> None:
         _plain_numbers(self)

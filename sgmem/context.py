@@ -23,6 +23,7 @@ __all__ = ["ContextTurn", "digest_turn", "fit", "render"]
 
 
 HEADER = "Relevant memories (oldest first):"
+_CONTINUATION = "\n    "  # how a stored text's own later lines are written in the block
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,21 @@ class ContextTurn:
     thread: str
     speaker: str
     text: str
+
+
+def _inline(text: str) -> str:
+    """``text`` with its own line breaks kept but each later line indented.
+
+    A line of the block that sgmem writes never starts with white space, so a
+    stored note or name holding a line break cannot pass for a dated turn
+    (``09:00 user: ...``) or a ``[day · thread]`` header.
+    """
+    return _CONTINUATION.join(text.splitlines()) if text else text
+
+
+def _label(name: str) -> str:
+    """A thread or speaker name on one line (names are checked for line breaks; older stores may hold some)."""
+    return " ".join(name.splitlines())
 
 
 def _day(at: datetime) -> str:
@@ -51,11 +67,11 @@ def render(turns: list[ContextTurn]) -> str:
         group = (_day(t.at), t.thread)
         clock = t.at.strftime("%H:%M")
         if group != last:
-            lines.append(f"[{group[0]} · {t.thread}]")
+            lines.append(f"[{group[0]} · {_label(t.thread)}]")
             last = group
             last_time = ""
         # the time is written when it changes: turns of one sitting share it
-        lines.append(f"{clock + ' ' if clock != last_time else ''}{t.speaker}: {t.text}")
+        lines.append(f"{clock + ' ' if clock != last_time else ''}{_label(t.speaker)}: {_inline(t.text)}")
         last_time = clock
     return "\n".join(lines)
 

@@ -8,13 +8,13 @@ search paths.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from .errors import InvalidInputError, NotFoundError
 from .store.schema import SCHEMA_VERSION
 from .types import MemoryVersion, Message, Stats
-from .validate import check_int, check_name
+from .validate import check_int, check_name, check_names
 
 __all__ = ["RecordMethods"]
 
@@ -72,9 +72,9 @@ class RecordMethods:
         """
         self._check_open()
         scope = check_name(scope, "scope", self.config.limits)
-        if isinstance(message_ids, str) or not isinstance(message_ids, Iterable):
+        if message_ids is None:
             raise InvalidInputError("message_ids", message_ids, "a list of message ids")
-        ids = [check_name(m, "message_ids[]", self.config.limits) for m in message_ids]
+        ids = check_names(message_ids, "message_ids", self.config.limits) or []
         with self._lock:
             scope_id = self._store.scope_id(scope)
             if scope_id is None or not ids:

@@ -6,15 +6,25 @@ opened with (a plain dict, :func:`config_to_dict`). :func:`reopen` gives the
 Memory back: the one this process already has open on that store (one store,
 one set of caches), else a new one with the saved configuration.
 
+Saved state is data that may come from elsewhere (a pickle, a workflow
+``Context``, a JSON file), so it only *names* a store; it never decides what
+is connected to or created. A store is reopened only when this process
+already has it open, when the application allowed it (:func:`allow`), or when
+the environment variable ``SGMEM_STORE_URL`` names it (a URL or a directory);
+it is then opened with the application's own text, never the saved one.
+Anything else is refused with an :class:`SgmemError` before any connection
+or file is made: a crafted ``store_url`` cannot send ``PGPASSWORD`` to
+another host, a crafted ``store_path`` cannot create a directory.
+
 Secrets are never written:
 
 * A directory store is saved by its path.
 * A PostgreSQL store is saved by its connection URL (or libpq ``key=value``
-  string) *with its password removed*. Reopening it in another process takes
-  the password where libpq looks for one (``PGPASSWORD``, ``~/.pgpass``, a
-  peer or certificate login), or from the environment variable
-  ``SGMEM_STORE_URL`` when that holds the full URL of the same store (same
-  URL once its password is removed); a URL from elsewhere is never used.
+  string) *with its password removed* (read as libpq reads it:
+  :mod:`sgmem.store.conninfo`). Reopening it in another process uses the
+  URL the application allowed or put in ``SGMEM_STORE_URL`` (same URL once
+  its password is removed), with its password, else where libpq looks for
+  one (``PGPASSWORD``, ``~/.pgpass``, a peer or certificate login).
 * ``Config.pg_scope_key`` is left out; reopening a store that needs it reads
   it from ``SGMEM_PG_SCOPE_KEY``, else refuses, saying so.
 
@@ -26,17 +36,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import typing
 import weakref
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from .config import Config
 from .errors import InvalidInputError, SgmemError
+from .store.conninfo import redact, without_passwords
+from .store.postgres import is_postgres_target
 
-__all__ = ["SCOPE_KEY_ENV", "URL_ENV", "config_from_dict", "config_to_dict", "reference", "remember", "reopen"]
+__all__ = ["SCOPE_KEY_ENV", "URL_ENV", "allow", "config_from_dict", "config_to_dict", "reference", "remember", "reopen"]
 
 #: The environment variable that may hold a saved PostgreSQL store's full URL (with its password).
 URL_ENV = "SGMEM_STORE_URL"
@@ -46,7 +56,7 @@ SCOPE_KEY_ENV = "SGMEM_PG_SCOPE_KEY"
 _SECRET_FIELDS = ("pg_scope_key",)
 
 _OPEN: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
-_KV_PASSWORD = re.compile(r"\s*\b(?:ssl)?password\s*=\s*(?:'(?:[^'\\]|\\.)*'|\S*)", re.IGNORECASE)
+_ALLOWED: dict[str, Any] = {}  # store key -> what opens it, as the application gave it (sgmem.saved.allow)
 
 
 # ------------------------------------------------------------------ config
@@ -126,23 +136,6 @@ def _is_tuple(kind: Any) -> bool:
 
 
 # ------------------------------------------------------------------ store
-def _without_password(target: str) -> str:
-    """A PostgreSQL URL or libpq ``key=value`` string with every password taken out."""
-    if "://" not in target:
-        return _KV_PASSWORD.sub("", target).strip()
-    parts = urlsplit(target)
-    out = target
-    if "@" in parts.netloc:
-        userinfo, hosts = parts.netloc.rsplit("@", 1)
-        if ":" in userinfo:
-            out = out.replace(f"//{parts.netloc}", f"//{userinfo.split(':', 1)[0]}@{hosts}", 1)
-    pairs = parse_qsl(parts.query, keep_blank_values=True)
-    if any(k.lower() in ("password", "sslpassword") for k, _ in pairs):
-        query = urlencode([(k, v) for k, v in pairs if k.lower() not in ("password", "sslpassword")])
-        out = out.split("?", 1)[0] + (f"?{query}" if query else "") + (f"#{parts.fragment}" if parts.fragment else "")
-    return out
-
-
 def _pg_target(memory: Any) -> str | None:
     """The connection string a PostgreSQL-backed Memory was opened with (its pool's, for a pool)."""
     store = memory._store
@@ -154,10 +147,46 @@ def _pg_target(memory: Any) -> str | None:
     return conninfo if isinstance(conninfo, str) and conninfo else None
 
 
+def _path_key(path: Any) -> str:
+    try:
+        return "path:" + str(Path(path).expanduser().resolve())
+    except (RuntimeError, OSError, ValueError):  # "~nouser/x", a NUL: as written (it matches nothing allowed)
+        return "path:" + str(path)
+
+
 def _key(ref: dict[str, Any]) -> str:
     if ref.get("store_url"):
-        return "url:" + str(ref["store_url"])
-    return "path:" + str(Path(ref["store_path"]).expanduser().resolve())
+        return "url:" + without_passwords(str(ref["store_url"]))
+    return _path_key(ref["store_path"])
+
+
+def _target_key(target: Any, field: str) -> tuple[str, Any]:
+    """The key of a store the application names (a path or a PostgreSQL URL) and what opens it."""
+    if isinstance(target, str) and is_postgres_target(target):
+        return "url:" + without_passwords(target), target
+    if isinstance(target, (str, os.PathLike)) and str(target):
+        return _path_key(target), Path(target)
+    raise InvalidInputError(field, target, "a store directory path or a postgresql:// URL (or libpq key=value string)")
+
+
+def allow(*stores: str | os.PathLike[str]) -> None:
+    """Let saved adapter state reopen these stores in this process (and only stores the application names).
+
+    Restoring an adapter (``from_dict``, unpickling, a workflow ``Context``)
+    reopens the store its saved state names only when this process already
+    has it open, when it was allowed here, or when ``SGMEM_STORE_URL`` names
+    it. A store allowed by its full URL is opened with that URL (its password
+    included); the saved state's own text is never connected to.
+
+    Args:
+        stores: store directories, or PostgreSQL URLs / libpq strings (with their passwords, if any).
+
+    Raises:
+        InvalidInputError: one is neither a path nor a connection string (nothing is allowed then).
+    """
+    keyed = [_target_key(s, "stores") for s in stores]
+    for key, target in keyed:
+        _ALLOWED[key] = target
 
 
 def reference(memory: Any, owner: str) -> dict[str, Any]:
@@ -181,7 +210,7 @@ def reference(memory: Any, owner: str) -> dict[str, Any]:
             "rebuilt from a saved state, so it cannot be serialised or pickled. Create the store with a "
             "path, e.g. sgmem.Memory('./memory'), or a postgresql:// URL to save and restore it."
         )
-    return {"store_url": _without_password(target), "config": config}
+    return {"store_url": without_passwords(target), "config": config}
 
 
 def remember(memory: Any) -> None:
@@ -194,10 +223,12 @@ def remember(memory: Any) -> None:
 
 
 def reopen(ref: dict[str, Any], owner: str) -> Any:
-    """The Memory ``ref`` (from :func:`reference`) names: the one open in this process, else opened now.
+    """The Memory ``ref`` (from :func:`reference`) names: the one open in this process, else one the
+    application allowed (:func:`allow`, ``SGMEM_STORE_URL``), opened now with the application's own text.
 
     Raises:
         InvalidInputError: ``ref`` names no store (saved from an in-memory store, or by an older version).
+        SgmemError: the store it names is neither open here nor allowed (nothing is connected to or created).
     """
     from .memory import Memory
 
@@ -213,12 +244,20 @@ def reopen(ref: dict[str, Any], owner: str) -> Any:
     found = _OPEN.get(key)
     if found is not None and not found._closed:
         return found
+    target = _ALLOWED.get(key)
+    env = os.environ.get(URL_ENV, "")
+    if target is None and env:
+        env_key, env_target = _target_key(env, URL_ENV)
+        target = env_target if env_key == key else None
+    if target is None:
+        named = f"the PostgreSQL store {redact(url)!r}" if url else f"the store directory {path!r}"
+        raise SgmemError(
+            f"{owner}'s saved state names {named}, which this application has not opened or allowed: restoring "
+            "never connects to or creates a store the application did not name. Pass memory=sgmem.Memory(...) "
+            f"when restoring, open the store in this process first, call sgmem.saved.allow(...) with it, or set "
+            f"{URL_ENV} to its URL or path."
+        )
     config = config_from_dict(ref["config"], f"{owner} data['config']") if ref.get("config") is not None else None
-    if url:
-        env = os.environ.get(URL_ENV, "")
-        target = env if env and _without_password(env) == url else url
-        memory = Memory(target, config=config)
-    else:
-        memory = Memory(path, config=config)
+    memory = Memory(target, config=config)
     _OPEN[key] = memory
     return memory

@@ -34,6 +34,7 @@ __all__ = ["DESCRIPTIONS", "TOOL_NAMES", "MemoryTools", "explain", "render_recal
 
 #: The tools every adapter offers, in this order.
 TOOL_NAMES = ("remember", "recall", "context", "forget", "list_threads")
+_SHOWN_IDS = 5  # ids a "not found" error names (the rest are counted)
 
 #: What each tool tells the model (the adapters' tool descriptions).
 DESCRIPTIONS = {
@@ -212,9 +213,12 @@ class MemoryTools:
             found = {m.id for m in self.memory.get(scope=scope, message_ids=ids)}
             missing = [i for i in dict.fromkeys(ids) if i not in found]
             if missing:
+                # a few of them, and how many: the text goes back to a model, so it stays short
+                shown = ", ".join(repr(i if len(i) <= 40 else i[:40] + "...") for i in missing[:_SHOWN_IDS])
+                more = f" and {len(missing) - _SHOWN_IDS} more" if len(missing) > _SHOWN_IDS else ""
                 raise NotFoundError(
-                    f"forget: no stored memory has the id(s) {missing!r}, so nothing was deleted; "
-                    "take ids from recall's message_ids."
+                    f"forget: no stored memory has {len(missing)} of the {len(set(ids))} id(s) given ({shown}{more}), "
+                    "so nothing was deleted; take ids from recall's message_ids."
                 )
             receipt = self.memory.delete(scope=scope, message_ids=ids)
             return {"forgot": receipt.messages, "message_ids": list(dict.fromkeys(ids))}

@@ -5,9 +5,12 @@ Validation runs before anything is written, so a failing call stores nothing.
 
 from __future__ import annotations
 
+import itertools
 import json
+import logging
 import math
-from collections.abc import Iterable, Mapping
+import unicodedata
+from collections.abc import Iterable, Mapping, Sized
 from datetime import datetime, timezone
 from typing import Any
 
@@ -31,6 +34,7 @@ __all__ = [
 #: Roles a message may have; LangChain "human"/"ai" are mapped by the adapters.
 ROLES = ("user", "assistant", "system", "tool")
 _MESSAGE_KEYS = {"role", "content", "name", "id", "at", "session", "metadata"}
+_CONTROL = ("Cc", "Zl", "Zp")  # Unicode categories refused in names: control characters, line and paragraph breaks
 
 
 def _encodable(value: str, field: str) -> None:
@@ -55,6 +59,14 @@ def check_name(value: Any, field: str, limits: Limits) -> str:
         raise LimitExceededError(field, len(value), limits.max_name_chars, "characters", "max_name_chars")
     if "\x00" in value:
         raise InvalidInputError(field, value, "a string without NUL characters")
+    control = next((c for c in value if unicodedata.category(c) in _CONTROL), None)
+    if control is not None:  # a line break in a thread name would start a line of its own in a context block
+        raise InvalidInputError(
+            field,
+            value,
+            "a name without control characters or line breaks",
+            f"It has {control!r} at position {value.index(control)}; use e.g. '-' or ' ' instead.",
+        )
     _encodable(value, field)
     return value
 
@@ -268,14 +280,69 @@ def check_names(value: Any, field: str, limits: Limits, one: bool = False) -> li
 
     With ``one``, a bare string is one name (``threads="chat-1"``); otherwise
     it is refused (a message id string would otherwise be split into letters).
+    A mapping is refused rather than taken as its keys, and a list longer than
+    ``limits.max_ids_per_call`` is refused without being read through.
     """
     if value is None:
         return None
     if one and isinstance(value, str):
         return [check_name(value, field, limits)]
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise InvalidInputError(field, value, "a list of names or ids, or None")
-    return [check_name(v, f"{field}[]", limits) for v in value]
+    if isinstance(value, (str, bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        raise InvalidInputError(
+            field,
+            value,
+            "a list of names or ids, or None",
+            "A dict is not taken as its keys: pass list(d) if its keys are the ids."
+            if isinstance(value, Mapping)
+            else "",
+        )
+    cap = limits.max_ids_per_call
+    names = list(itertools.islice(value, cap + 1))
+    if len(names) > cap:
+        size = len(value) if isinstance(value, Sized) else cap + 1
+        raise LimitExceededError(field, size, cap, "ids", "max_ids_per_call")
+    return [check_name(v, f"{field}[]", limits) for v in names]
+
+
+def check_saving(save_tool_messages: Any, save_only_user_messages: Any) -> tuple[bool, bool]:
+    """The adapters' two options of what a conversation stores (tool traffic; only the user's messages)."""
+    for field, value in (
+        ("save_tool_messages", save_tool_messages),
+        ("save_only_user_messages", save_only_user_messages),
+    ):
+        if not isinstance(value, bool):
+            raise InvalidInputError(field, value, "True or False")
+    if save_tool_messages and save_only_user_messages:
+        raise InvalidInputError(
+            "save_tool_messages",
+            save_tool_messages,
+            "False when save_only_user_messages=True",
+            "Storing only the user's messages leaves tool traffic out; set one of the two.",
+        )
+    return save_tool_messages, save_only_user_messages
+
+
+def fit_query(text: str, limits: Limits, log: logging.Logger) -> str:
+    """A query an adapter recalls with before a model call, within ``limits.max_query_chars``.
+
+    An over-long message (a pasted document) must not fail the agent's turn:
+    its beginning and its end are kept (where a request and its question
+    usually are) and the middle is left out, with a warning on ``log``.
+    """
+    cap = limits.max_query_chars
+    if len(text) <= cap:
+        return text
+    head = cap // 2
+    tail = cap - head - 1
+    log.warning(
+        "sgmem: a query of %d characters is over Limits.max_query_chars (%d); recalling with its first %d and "
+        "last %d characters",
+        len(text),
+        cap,
+        head,
+        tail,
+    )
+    return text[:head] + "\n" + text[len(text) - tail :]
 
 
 def check_embedder_identity(embedder: Any) -> None:

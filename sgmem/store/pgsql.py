@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import SgmemError, StoreBusyError, StoreError
+from .conninfo import redact, scrub, secrets_of
 
 __all__ = ["PgConn", "ddl", "redact", "scrub", "secrets_of", "to_pg", "translate_pg"]
 
@@ -102,47 +103,6 @@ def ddl(statement: str) -> str:
     for pattern, repl in _DDL_RULES:
         out = re.sub(pattern, repl, out, flags=re.I)
     return out
-
-
-# ``scheme://user:PASSWORD@host``: the password runs to the *last* ``@`` (it may hold ``/``, ``:`` or ``@``
-# unescaped); a redaction that takes a little more than the password in an odd URL is the safe side
-_USERINFO = re.compile(r"^(\s*[a-z][a-z0-9+.-]*://[^:/@?#\s]*):(.*)@", re.I | re.S)
-_URL_PASSWORD = re.compile(r"([?&](?:ssl)?password=)[^&#]*", re.I)
-# libpq ``key=value`` strings: ``password=secret`` or ``password = 'it''s \' quoted'``
-_KV_PASSWORD = re.compile(r"(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|\S+)", re.I)
-
-
-def redact(url: str) -> str:
-    """A connection URL or libpq ``key=value`` string without its passwords (for messages, ``repr``, ``Stats.path``)."""
-    if "://" in url:
-        out = _USERINFO.sub(r"\1:***@", url)
-        return _URL_PASSWORD.sub(r"\1***", out)
-    return _KV_PASSWORD.sub(r"\1***", url)
-
-
-def secrets_of(target: str) -> list[str]:
-    """The password texts in ``target`` as given and percent-decoded (longest first), to scrub from messages."""
-    from urllib.parse import unquote
-
-    found: list[str] = []
-    if "://" in target:
-        m = _USERINFO.match(target)
-        if m:
-            found.append(m.group(2))
-        found += [p.split("=", 1)[1] for p in re.findall(r"[?&](?:ssl)?password=[^&#]*", target, re.I)]
-    else:
-        for value in (m.group(2) for m in _KV_PASSWORD.finditer(target)):
-            found += [value, value.strip("'").replace("\\'", "'").replace("\\\\", "\\")]
-    found += [unquote(v) for v in found]
-    return sorted({v for v in found if v}, key=len, reverse=True)
-
-
-def scrub(text: str, target: str) -> str:
-    """``text`` (e.g. a driver's message) with every password of ``target`` replaced by ``***``."""
-    out = text
-    for secret in secrets_of(target):
-        out = out.replace(secret, "***")
-    return _KV_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1***", out))
 
 
 def translate_pg(exc: BaseException, where: str, busy_timeout_s: float) -> BaseException:

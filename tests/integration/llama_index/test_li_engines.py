@@ -94,8 +94,11 @@ async def test_agent_recalls_across_threads_not_scopes(memory: sgmem.Memory, kin
     await _agent(kind, MockFunctionCallingLLMWithChatMemoryOfLastCall()).run(
         user_msg=FACT, memory=mem("alice", "monday")
     )
-    # the run's tool call and tool result were stored and replay exactly
-    monday = mem("alice", "monday").get_all()
+    # tool traffic is not stored by default; with save_tool_messages the run's tool call and result replay exactly
+    assert [m.role for m in mem("alice", "monday").get_all()] == ["user", "assistant"]
+    tools = SGMemMemory.from_defaults(memory=memory, scope="carol", thread="monday", save_tool_messages=True)
+    await _agent(kind, MockFunctionCallingLLMWithChatMemoryOfLastCall()).run(user_msg=FACT, memory=tools)
+    monday = tools.get_all()
     assert [m.role for m in monday] == ["user", "assistant", "tool", "assistant"]
     assert isinstance(monday[1].blocks[0], ToolCallBlock) and monday[1].blocks[0].tool_name == "what_time_is_it"
     assert monday[2].content == "It is noon." and "tool_call_id" in monday[2].additional_kwargs

@@ -83,7 +83,10 @@ def test_a_memory_on_a_path_comes_back_with_its_config_in_a_new_process(
     data, blob, messages = _saved(tmp_path / "m", embedder)
     assert data["store_path"] == str(tmp_path / "m") and data["config"]["min_relevance"] == 0.05
     json.dumps(data)  # plain values: a workflow Context can store it
-    _check(_restore_elsewhere(blob, tmp_path), messages)
+    # the application names its store (SGMEM_STORE_URL takes a directory too); without it, a refusal
+    _check(_restore_elsewhere(blob, tmp_path, {"SGMEM_STORE_URL": str(tmp_path / "m")}), messages)
+    out = _restore_elsewhere(blob, tmp_path)
+    assert out.returncode != 0 and "has not opened or allowed" in out.stderr
 
 
 @pytest.mark.postgres
@@ -92,7 +95,7 @@ def test_a_memory_on_postgresql_is_saved_and_comes_back_in_a_new_process(
 ) -> None:
     data, blob, messages = _saved(pg_url, embedder)
     assert data["store_url"] == pg_url and "store_path" not in data
-    _check(_restore_elsewhere(blob, tmp_path), messages)
+    _check(_restore_elsewhere(blob, tmp_path, {"SGMEM_STORE_URL": pg_url}), messages)
 
 
 @pytest.fixture
@@ -124,9 +127,9 @@ def test_the_saved_form_never_holds_the_password_and_the_environment_gives_it_ba
     data, blob, messages = _saved(url, embedder)
     assert password not in json.dumps(data) and password.encode() not in blob
     assert data["store_url"] == url.replace(f":{password}@", "@")
-    # a new process without the password: refused by the server, and the error does not print it
+    # a new process the application did not give the store: refused before connecting, saying so
     out = _restore_elsewhere(blob, tmp_path)
-    assert out.returncode != 0 and "StoreError" in out.stderr and password not in out.stderr
+    assert out.returncode != 0 and "has not opened or allowed" in out.stderr and password not in out.stderr
     # the deployment's environment holds the full URL of the same store: restored
     _check(_restore_elsewhere(blob, tmp_path, {"SGMEM_STORE_URL": url}), messages)
     # a URL of another store in the environment is never used (nor its password)
@@ -135,9 +138,12 @@ def test_the_saved_form_never_holds_the_password_and_the_environment_gives_it_ba
     assert out.returncode != 0  # (libpq's own PGPASSWORD and ~/.pgpass work as for any libpq client)
 
 
-def test_a_config_saved_by_a_newer_sgmem_is_refused_loudly(embedder: sgmem.Embedder, tmp_path: Path) -> None:
+def test_a_config_saved_by_a_newer_sgmem_is_refused_loudly(
+    embedder: sgmem.Embedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data, _, _ = _saved(tmp_path / "m", embedder)
     data["config"]["a_setting_from_the_future"] = 1
+    monkeypatch.setenv("SGMEM_STORE_URL", str(tmp_path / "m2"))
     with pytest.raises(sgmem.InvalidInputError, match="a_setting_from_the_future"):
         SGMemMemory.from_dict({**data, "store_path": str(tmp_path / "m2")})
 
@@ -165,8 +171,9 @@ def test_a_chat_store_on_postgresql_is_saved_and_comes_back_in_a_new_process(
     assert data["store_url"] == pg_url and data["store_path"] is None
     f = tmp_path / "chat.json"
     f.write_text(json.dumps(data))
+    env = {**os.environ, "SGMEM_STORE_URL": pg_url}
     out = subprocess.run(
-        [sys.executable, "-c", CHAT_RESTORE, str(f)], capture_output=True, text=True, cwd=ROOT, timeout=300
+        [sys.executable, "-c", CHAT_RESTORE, str(f)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == {"messages": [FACT, "Noted!"], "min_relevance": 0.05}

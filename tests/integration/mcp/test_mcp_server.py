@@ -182,3 +182,15 @@ def test_a_scope_in_the_arguments_cannot_reach_another_scope(servers: Servers) -
     after = servers.stored()
     assert after["bob"] == before["bob"]
     assert all(m[1] != "planted" for m in after["bob"])
+
+
+def test_forget_with_100000_unknown_ids_or_a_dict_is_refused_in_a_short_message(servers: Servers) -> None:
+    kept = servers.alice.ok("remember", {"text": "Alice's bike lock code is in her notes."})["stored"]
+    before = servers.stored()
+    too_many = servers.alice.error("forget", {"message_ids": [kept] + [f"unknown-{i}" for i in range(100_000)]})
+    assert "max_ids_per_call" in too_many and len(too_many) < 1000, too_many[:2000]
+    unknown = servers.alice.error("forget", {"message_ids": [kept] + [f"unknown-{i}" for i in range(5_000)]})
+    assert "5000 of the 5001" in unknown and len(unknown) < 1000, unknown[:2000]
+    as_dict = servers.alice.error("forget", {"message_ids": {kept: "delete"}})
+    assert "message_ids" in as_dict and len(as_dict) < 1000, as_dict
+    assert servers.stored() == before
