@@ -48,7 +48,9 @@ _SECURITY_HEADERS = {
     "content-security-policy": "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'",
     "x-frame-options": "DENY",
-    "referrer-policy": "no-referrer",
+    # "same-origin", not "no-referrer": with no referrer a browser sends "Origin: null" on the page's own
+    # forms, which the Origin check must refuse (a sandboxed frame of any site sends the same)
+    "referrer-policy": "same-origin",
     "x-content-type-options": "nosniff",
     "cache-control": "no-store",
 }
