@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import DependencyError, InvalidInputError
 
 if TYPE_CHECKING:
+    from ..embed import Embedder
     from ..memory import Memory
 
 __all__ = ["DEFAULT_PORT", "add_arguments", "create_app", "main", "open_memory"]
@@ -46,7 +47,7 @@ def create_app(memory: Memory, **kwargs: Any) -> Any:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``sgmem ui`` options (the store's ``--path`` / ``--store`` are the CLI's own)."""
-    parser.add_argument("--scope", default=None, help="show only this scope (needed for PostgreSQL row security)")
+    parser.add_argument("--scope", default=None, help="show only this scope (needed with --row-security)")
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"the port ({DEFAULT_PORT})")
     parser.add_argument(
@@ -54,25 +55,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow forgetting messages, threads and scopes; each write needs the token printed at start",
     )
+    parser.add_argument(
+        "--row-security",
+        action="store_true",
+        help="a PostgreSQL store with row security: open it as the app does (Config.pg_row_security; the signed "
+        "form's key from $SGMEM_PG_SCOPE_KEY); needs --scope",
+    )
 
 
-def open_memory(path: Any, *, scope: str | None, write: bool) -> Memory:
-    """The store as the inspector opens it: a directory read-only unless ``write``; a PostgreSQL store with
-    row security when ``$SGMEM_PG_SCOPE_KEY`` holds the key (then ``scope`` is required)."""
+def open_memory(
+    path: Any, *, scope: str | None, write: bool, row_security: bool = False, embedder: Embedder | None = None
+) -> Memory:
+    """The store as the inspector opens it, its model loaded.
+
+    A directory opens read-only unless ``write``. A PostgreSQL store opens as an app host opens it: with
+    ``row_security``, ``Config(pg_row_security=True)`` and, when ``$SGMEM_PG_SCOPE_KEY`` is set, the signed
+    form's key; row security shows a session one scope, so ``scope`` is then required.
+    """
     from ..config import Config
     from ..memory import Memory
     from ..saved import SCOPE_KEY_ENV
     from ..store.postgres import is_postgres_target
 
     if not is_postgres_target(path):
-        return Memory(path, read_only=not write, preload=True)
-    key = os.environ.get(SCOPE_KEY_ENV)
-    if key and scope is None:
+        if row_security:
+            raise InvalidInputError("--row-security", True, "a PostgreSQL store (--store postgresql://...)")
+        return Memory(path, embedder=embedder, read_only=not write, preload=True)
+    if not row_security:
+        return Memory(path, embedder=embedder, preload=True)
+    if scope is None:
         raise InvalidInputError(
             "--scope", None, "the one scope to show", "Row security shows a session one scope: pass --scope NAME."
         )
-    config = Config(pg_row_security=True, pg_scope_key=key) if key else None
-    return Memory(path, config=config, preload=True)
+    config = Config(pg_row_security=True, pg_scope_key=os.environ.get(SCOPE_KEY_ENV) or None)
+    return Memory(path, embedder=embedder, config=config, preload=True)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -90,7 +106,7 @@ def main(args: argparse.Namespace) -> int:
     if args.scope is not None:
         check_name(args.scope, "--scope", Limits())
     port = check_int(args.port, "--port", 1, 65535)
-    memory = open_memory(args.path, scope=args.scope, write=bool(args.write))
+    memory = open_memory(args.path, scope=args.scope, write=bool(args.write), row_security=bool(args.row_security))
     with memory:
         token = new_token() if args.write else None
         app = _create(
