@@ -56,7 +56,9 @@ def new_token() -> str:
 
 def token_ok(expected: str | None, given: str | None) -> bool:
     """Whether ``given`` is the run's write token (compared in constant time)."""
-    return bool(expected) and isinstance(given, str) and secrets.compare_digest(given.encode(), expected.encode())
+    if not expected or not isinstance(given, str):
+        return False
+    return secrets.compare_digest(given.encode(), expected.encode())
 
 
 class HostOriginGuard:
