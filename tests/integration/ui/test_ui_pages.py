@@ -176,3 +176,31 @@ def test_forgetting_a_scope_asks_for_its_name_first(tmp_path: Path, embedder: sg
         assert "does not match" in r.text and mem.scopes() == ["alice", "bob"]
         r = client.post("/forget", data={"s": "bob", "token": TOKEN, "confirm": "bob"})
         assert "Forgot scope bob" in r.text and mem.scopes() == ["alice"]
+
+
+def test_stored_markup_is_shown_as_text(embedder: sgmem.Embedder) -> None:
+    with sgmem.Memory(embedder=embedder) as mem:
+        evil = 'My cat is <b>Miso</b><script>alert("x")</script> <img src=x onerror=alert(1)>.'
+        mem.add([{"role": "user", "content": evil, "id": "e-1"}], scope="eve", thread="<i>t</i>")
+        client = TestClient(create_app(mem, hosts=HOSTS), base_url=BASE)
+        for r in (
+            client.get("/thread", params={"s": "eve", "t": "<i>t</i>"}),
+            client.get("/search", params={"s": "eve", "q": "cat", "min_score": "0"}),
+            client.get("/scope", params={"s": "eve"}),
+        ):
+            assert r.status_code == 200
+            assert "<script>" not in r.text and "<img" not in r.text and "<i>t</i>" not in r.text
+        assert "&lt;script&gt;" in client.get("/thread", params={"s": "eve", "t": "<i>t</i>"}).text
+
+
+def test_without_the_extra_the_error_names_it() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['starlette'] = None\n"
+        "import sgmem.cli\n"
+        "sys.exit(sgmem.cli.main(['ui', '--path', 'unused']))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and 'pip install "sgmem[ui]"' in r.stderr
