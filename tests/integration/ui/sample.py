@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import sgmem
@@ -71,3 +72,10 @@ def make_store(path: Path, embedder: sgmem.Embedder) -> Path:
     with sgmem.Memory(path, embedder=embedder) as memory:
         fill(memory)
     return path
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (for a server the test starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

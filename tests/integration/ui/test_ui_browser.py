@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 
 import sgmem
-from tests.integration.ui.sample import ANSWER, QUESTION, make_store
+from tests.integration.ui.sample import ANSWER, QUESTION, free_port, make_store
 
 pytestmark = pytest.mark.integration
 
@@ -66,12 +65,6 @@ def browser() -> Iterator[Any]:
         driver.quit()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def served(tmp_path: Path, embedder: sgmem.Embedder) -> Iterator[tuple[str, sgmem.Memory]]:
     """The real uvicorn server, in a thread, over a fresh store opened for writing with the test token."""
@@ -82,7 +75,7 @@ def served(tmp_path: Path, embedder: sgmem.Embedder) -> Iterator[tuple[str, sgme
     from sgmem.ui.guard import allowed_hosts
 
     store = make_store(tmp_path / "store", embedder)
-    port = _free_port()
+    port = free_port()
     with sgmem.Memory(store, embedder=embedder) as mem:
         app = create_app(mem, hosts=allowed_hosts("127.0.0.1", port), write=True, token=TOKEN)
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -15,19 +14,13 @@ import pytest
 
 import sgmem
 from sgmem.ui import open_memory
-from tests.integration.ui.sample import QUESTION, make_store
+from tests.integration.ui.sample import QUESTION, free_port, make_store
 
 pytestmark = pytest.mark.integration
 pytest.importorskip("uvicorn")
 
 ROOT = Path(__file__).resolve().parents[3]
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_a_store_directory_opens_read_only_unless_write(tmp_path: Path, embedder: sgmem.Embedder) -> None:
@@ -41,7 +34,7 @@ def test_a_store_directory_opens_read_only_unless_write(tmp_path: Path, embedder
 @pytest.mark.slow
 def test_sgmem_ui_prints_its_address_and_token_and_guards_writes(tmp_path: Path, embedder: sgmem.Embedder) -> None:
     store = make_store(tmp_path / "store", embedder)
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "sgmem.cli", "ui", "--path", str(store), "--port", str(port), "--write"],
         cwd=ROOT,
