@@ -51,6 +51,7 @@ PARTS: dict[str, str] = {
     "scopes": "benchmarks.scopes",
     "store": "benchmarks.store",
     "mcp": "benchmarks.mcp_latency",
+    "ui": "benchmarks.ui_latency",
 }
 
 

@@ -336,6 +336,13 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     return mcp_main(args)
 
 
+def cmd_ui(args: argparse.Namespace) -> int:
+    """Serve the memory inspector, a local web page over one store (:mod:`sgmem.ui`)."""
+    from .ui import main as ui_main
+
+    return ui_main(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sgmem", description="Long-term memory for LLM agents (no server, no LLM needed).")
     sub = p.add_subparsers(dest="command", required=True)
@@ -463,6 +470,13 @@ def build_parser() -> argparse.ArgumentParser:
     mcp_arguments(m)
     with_path(m)
     m.set_defaults(func=cmd_mcp)
+
+    from .ui import add_arguments as ui_arguments  # no Starlette import until the command runs
+
+    u = sub.add_parser("ui", help="a memory inspector in the browser (local, read-only unless --write)")
+    ui_arguments(u)
+    with_path(u)
+    u.set_defaults(func=cmd_ui)
     return p
 
 

@@ -1,0 +1,293 @@
+"""The inspector's pages: a thin adapter from HTTP to :class:`sgmem.Memory` (no retrieval of its own).
+
+Read pages (always): the scopes with their counts, a scope's threads on a
+timeline, a thread's messages with each sentence's dialogue act, a search
+with every hit's relevance against the cutoff and its channels, the context
+block a model would receive, and a generated memory's versions. Write routes
+(forget a message, a thread or a scope) exist only in an app made with
+``write=True``, and each needs the run's token.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DependencyError, SgmemError
+
+try:
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
+    from starlette.templating import Jinja2Templates
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise DependencyError('sgmem ui needs Starlette, uvicorn and Jinja2: pip install "sgmem[ui]"') from exc
+
+from ..config import MODES
+from ..text.acts import ACT_NAMES, act_of
+from ..text.segment import sentence_spans
+from ..text.tokens import count_tokens
+from .guard import TOKEN_HEADER, HostOriginGuard, token_ok
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+    from ..types import Hit
+
+__all__ = ["create_app"]
+
+_HERE = Path(__file__).parent
+#: Kinds a search may ask for: the mode's own hits, or those plus generated memory.
+_KINDS = {"turns": None, "all": ["chunk", "summary", "fact", "insight"]}
+_SECURITY_HEADERS = {
+    # no script, no frame, nothing from elsewhere: the page is plain HTML and one stylesheet
+    "content-security-policy": "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'",
+    "x-frame-options": "DENY",
+    # "same-origin", not "no-referrer": with no referrer a browser sends "Origin: null" on the page's own
+    # forms, which the Origin check must refuse (a sandboxed frame of any site sends the same)
+    "referrer-policy": "same-origin",
+    "x-content-type-options": "nosniff",
+    "cache-control": "no-store",
+}
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _sentences(content: str) -> list[tuple[str, str | None]]:
+    """``content`` as pieces ``(text, act)``: each sentence with its dialogue act, the gaps between with ``None``.
+
+    The sentences are the ones the index stores (:func:`sgmem.text.segment.sentence_spans`) and the
+    act the one ranking weighs them by (:func:`sgmem.text.acts.act_of`); the pieces join back to ``content``.
+    """
+    out: list[tuple[str, str | None]] = []
+    at = 0
+    for start, end in sentence_spans(content):
+        if start > at:
+            out.append((content[at:start], None))
+        out.append((content[start:end], ACT_NAMES[act_of(content[start:end])]))
+        at = end
+    if at < len(content):
+        out.append((content[at:], None))
+    return out
+
+
+def _highlight(text: str, sentence: str | None) -> tuple[str, str, str]:
+    """``text`` split around the first occurrence of ``sentence`` (the hit's why sentence)."""
+    if sentence and (i := text.find(sentence)) >= 0:
+        return text[:i], sentence, text[i + len(sentence) :]
+    return text, "", ""
+
+
+def _float(value: str | None, name: str) -> float | None:
+    if value is None or value.strip() == "":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise _Refused(400, f"{name} must be a number, got {value!r}") from None
+
+
+def _int(value: str | None, name: str, default: int) -> int:
+    if value is None or value.strip() == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise _Refused(400, f"{name} must be a whole number, got {value!r}") from None
+
+
+def create_app(
+    memory: Memory,
+    *,
+    hosts: frozenset[str] | set[str],
+    scope: str | None = None,
+    write: bool = False,
+    token: str | None = None,
+) -> Starlette:
+    """The inspector as an ASGI app over ``memory``.
+
+    Args:
+        memory: the open store; the caller owns it (and closes it).
+        hosts: the ``Host`` values to answer (:func:`sgmem.ui.guard.allowed_hosts`); any other Host,
+            or an ``Origin`` not among them, gets 403.
+        scope: serve only this scope (the others are not listed and answer 404).
+        write: add the forget routes; without it the app has no route that changes the store.
+        token: the write token every write must carry (form field ``token`` or header ``X-Sgmem-Token``);
+            required with ``write``.
+    """
+    if write and not token:
+        raise ValueError("create_app(write=True) needs the run's token")
+    templates = Jinja2Templates(directory=str(_HERE / "templates"))
+    templates.env.globals.update(modes=MODES, write=write, pinned=scope, acts=ACT_NAMES)
+
+    def page(request: Request, name: str, status: int = 200, **ctx: Any) -> Response:
+        resp = templates.TemplateResponse(request, name, ctx, status_code=status)
+        resp.headers.update(_SECURITY_HEADERS)
+        return resp
+
+    def view(fn: Callable[[Request], Response]) -> Callable[[Request], Response]:
+        """A sync endpoint (run in Starlette's thread pool) whose refusals and bad input render as a page."""
+
+        def endpoint(request: Request) -> Response:
+            try:
+                return fn(request)
+            except _Refused as exc:
+                return page(request, "error.html", exc.status, message=exc.message)
+            except SgmemError as exc:
+                return page(request, "error.html", 400, message=str(exc))
+
+        return endpoint
+
+    def scope_arg(request: Request, params: Any = None) -> str:
+        name = (params or request.query_params).get("s")
+        if not name:
+            raise _Refused(400, "no scope given (?s=NAME)")
+        if scope is not None and name != scope:
+            raise _Refused(404, "this server serves one scope only")
+        return str(name)
+
+    def scopes_page(request: Request) -> Response:
+        stats = memory.stats(scope) if scope is not None else memory.stats()
+        return page(request, "scopes.html", stats=stats)
+
+    def scope_page(request: Request) -> Response:
+        s = scope_arg(request)
+        threads: dict[str, dict[str, Any]] = {}
+        for m in memory.messages(scope=s):
+            t = threads.setdefault(str(m.thread), {"name": m.thread, "first": m.at, "last": m.at, "messages": 0})
+            t["messages"] += 1
+            if m.at is not None:
+                t["first"] = min(t["first"], m.at) if t["first"] else m.at
+                t["last"] = max(t["last"], m.at) if t["last"] else m.at
+        stats = memory.stats(s).scopes
+        timeline = sorted(threads.values(), key=lambda t: (t["first"] is None, t["first"]))
+        return page(request, "scope.html", scope=s, threads=timeline, stats=stats[0] if stats else None)
+
+    def thread_page(request: Request) -> Response:
+        s = scope_arg(request)
+        thread = request.query_params.get("t") or ""
+        msgs = memory.messages(scope=s, thread=thread) if thread else []
+        rows = [{"m": m, "pieces": _sentences(m.content)} for m in msgs]
+        return page(request, "thread.html", scope=s, thread=thread, rows=rows, focus=request.query_params.get("m"))
+
+    def search_args(request: Request) -> dict[str, Any]:
+        q = request.query_params
+        mode = q.get("mode") or None
+        if mode is not None and mode not in MODES:
+            raise _Refused(400, f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        return {
+            "query": q.get("q", ""),
+            "mode": mode,
+            "min_score": _float(q.get("min_score"), "min_score"),
+            "k": _int(q.get("k"), "k", 10),
+            "kinds": q.get("kinds") if q.get("kinds") in _KINDS else "turns",
+            "budget": _int(q.get("budget"), "budget", 1000),
+        }
+
+    def search_page(request: Request) -> Response:
+        s = scope_arg(request)
+        a = search_args(request)
+        hits: list[Hit] = []
+        cutoff = None
+        if a["query"].strip():
+            hits = memory.search(
+                a["query"], scope=s, k=a["k"], mode=a["mode"], min_score=a["min_score"], kinds=_KINDS[a["kinds"]]
+            )
+            cutoff = a["min_score"]
+            if cutoff is None:  # the default cutoff, as search applied it to this query's hits
+                cutoff = memory._default_floor([h.relevance for h in hits], memory.min_relevance)
+        shown = [
+            {"hit": h, "parts": _highlight(h.text, (h.why or {}).get("sentence")), "channels": _channels(h)}
+            for h in hits
+        ]
+        return page(request, "search.html", scope=s, a=a, hits=shown, cutoff=cutoff, searched=bool(a["query"].strip()))
+
+    def context_page(request: Request) -> Response:
+        s = scope_arg(request)
+        a = search_args(request)
+        text = ""
+        if a["query"].strip():
+            text = memory.context(
+                a["query"], scope=s, budget_tokens=a["budget"], mode=a["mode"], min_score=a["min_score"]
+            )
+        return page(request, "context.html", scope=s, a=a, text=text, tokens=count_tokens(text))
+
+    def memory_page(request: Request) -> Response:
+        s = scope_arg(request)
+        mid = request.query_params.get("id") or ""
+        versions = memory.history(mid, scope=s)
+        sources = {m.id: m for m in memory.get(scope=s, message_ids=[i for v in versions for i in v.message_ids])}
+        return page(request, "memory.html", scope=s, memory_id=mid, versions=versions, sources=sources)
+
+    routes: list[Any] = [
+        Route("/", view(scopes_page)),
+        Route("/scope", view(scope_page)),
+        Route("/thread", view(thread_page)),
+        Route("/search", view(search_page)),
+        Route("/context", view(context_page)),
+        Route("/memory", view(memory_page)),
+        Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static"),
+    ]
+
+    if write:
+
+        def forget(request: Request) -> Response:
+            form = _run_sync_form(request)
+            given = request.headers.get(TOKEN_HEADER) or form.get("token")
+            if not token_ok(token, given):
+                raise _Refused(403, "this write needs the token printed in the terminal that started sgmem ui")
+            s = scope_arg(request, form)
+            ids = [str(i) for i in form.getlist("message_id") if i]
+            thread = form.get("thread") or None
+            if not ids and thread is None and form.get("confirm") != s:
+                return page(request, "confirm.html", scope=s, typed=form.get("confirm"))
+            receipt = memory.delete(scope=s, thread=thread, message_ids=ids or None)
+            what = (
+                f"message{'s' if len(ids) > 1 else ''} {', '.join(ids)}"
+                if ids
+                else f"thread {thread}"
+                if thread
+                else f"scope {s}"
+            )
+            return page(
+                request,
+                "receipt.html",
+                scope=s,
+                thread=thread,
+                what=what,
+                receipt=dataclasses.asdict(receipt),
+                total=receipt.total,
+                scrubbed=receipt.scrubbed,
+            )
+
+        routes.append(Route("/forget", view(forget), methods=["POST"]))
+
+    return Starlette(routes=routes, middleware=[Middleware(HostOriginGuard, hosts=hosts)])
+
+
+def _run_sync_form(request: Request) -> Any:
+    """The request's form, read from a sync endpoint (Starlette's reader is async; the endpoint runs in a thread)."""
+    from anyio.from_thread import run
+
+    async def read() -> Any:
+        return await request.form()
+
+    return run(read)
+
+
+def _channels(hit: Hit) -> list[tuple[str, float, float]]:
+    """``(channel, score, share of the largest)`` for each channel of ``hit.why``, largest first."""
+    chans = (hit.why or {}).get("channels") or {}
+    vals = {k: float(v) for k, v in chans.items() if isinstance(v, (int, float))}
+    top = max((abs(v) for v in vals.values()), default=0.0) or 1.0
+    return [(k, v, abs(v) / top) for k, v in sorted(vals.items(), key=lambda kv: -abs(kv[1]))]
