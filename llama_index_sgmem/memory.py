@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,8 @@ from ._messages import check_key, check_memory, from_sgmem, query_text
 from .chat_store import SGMemChatStore
 
 __all__ = ["DEFAULT_CONTEXT_TEMPLATE", "DEFAULT_CONTEXT_TOKENS", "DEFAULT_TOKEN_LIMIT", "SGMemMemory"]
+
+logger = logging.getLogger(__name__)
 
 #: Tokens of recent thread messages :meth:`SGMemMemory.get` returns by default (as ``ChatMemoryBuffer``).
 DEFAULT_TOKEN_LIMIT = 3000
@@ -99,6 +102,7 @@ class SGMemMemory(BaseMemory):
     min_score: float | None = Field(default=None, description="Relevance cutoff of recall; None for the store's.")
     reset_deletes: bool = Field(default=False, description="reset() deletes the thread instead of starting anew.")
     _store: SGMemChatStore = PrivateAttr()
+    _last_recall: sgmem.RecallTrace | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -268,7 +272,7 @@ class SGMemMemory(BaseMemory):
         if not query:
             query = next((query_text(m) for m in reversed(msgs) if m.role == MessageRole.USER), "")
         if query and self.context_tokens > 0:
-            recalled = mem.context(
+            self._last_recall = mem.context_trace(
                 query,
                 scope=scope,
                 budget_tokens=self.context_tokens,
@@ -276,12 +280,26 @@ class SGMemMemory(BaseMemory):
                 exclude_message_ids=[m.id for m in window if m.id],
                 min_score=self.min_score,
             )
+            recalled = self._last_recall.text
+            logger.debug(
+                "SGMemMemory injected %d memories for scope %r (%s) as a system message:\n%s",
+                len(self._last_recall.message_ids),
+                scope,
+                ", ".join(self._last_recall.message_ids) or "nothing passed the cutoff",
+                recalled,
+            )
             if recalled:
                 out.insert(
                     0,
                     ChatMessage(role=MessageRole.SYSTEM, content=self.context_template.replace("{context}", recalled)),
                 )
         return out
+
+    @property
+    def last_recall(self) -> sgmem.RecallTrace | None:
+        """What the last :meth:`get` recalled: the query, the block injected, the hits with their
+        relevance and ``why``, what the cutoff removed (``None`` before the first recall)."""
+        return self._last_recall
 
     def get_all(self) -> list[ChatMessage]:
         """Every message of the thread, oldest first."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import OrderedDict
 from typing import Any
@@ -18,6 +19,8 @@ from sgmem.validate import check_int, check_mode, check_score
 from ._messages import check_key, check_memory, check_messages, query_text
 
 __all__ = ["DEFAULT_BLOCK_THREAD", "SGMemMemoryBlock"]
+
+logger = logging.getLogger(__name__)
 
 #: Thread for flushed messages that carry no ``session_id`` when the block has no ``thread``.
 DEFAULT_BLOCK_THREAD = "llama_index_memory"
@@ -70,6 +73,7 @@ class SGMemMemoryBlock(BaseMemoryBlock[str]):
     priority: int = Field(default=1, description="Truncation priority; 0 would never be truncated.")
     _memory: sgmem.Memory = PrivateAttr()
     _queries: OrderedDict[str, str] = PrivateAttr(default_factory=OrderedDict)
+    _last_recall: sgmem.RecallTrace | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -99,13 +103,28 @@ class SGMemMemoryBlock(BaseMemoryBlock[str]):
         """The sgmem store behind this block."""
         return self._memory
 
+    @property
+    def last_recall(self) -> sgmem.RecallTrace | None:
+        """What the block last recalled: the query, the block, the hits with their relevance and ``why``,
+        what the cutoff removed (``None`` before the first recall)."""
+        return self._last_recall
+
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         """sgmem's context for the latest user message ("" when there is none or nothing is relevant)."""
         query = next((query_text(m) for m in reversed(messages or []) if m.role == MessageRole.USER), "")
         if not query:
             return ""
-        text = await self._memory.acontext(
+        self._last_recall = await self._memory.acontext_trace(
             query, scope=self.scope, budget_tokens=self.budget_tokens, mode=self.mode, min_score=self.min_score
+        )
+        text = self._last_recall.text
+        logger.debug(
+            "SGMemMemoryBlock %r recalled %d memories for scope %r (%s):\n%s",
+            self.name,
+            len(self._last_recall.message_ids),
+            self.scope,
+            ", ".join(self._last_recall.message_ids) or "nothing passed the cutoff",
+            text,
         )
         if text:
             self._queries[text] = query
