@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from .memory import Memory
     from .tools import MemoryTools
 
-__all__ = ["SCOPE_ENV", "TOKEN_ENV", "add_arguments", "build_server", "main", "serve"]
+__all__ = ["ROW_SECURITY_ENV", "SCOPE_ENV", "TOKEN_ENV", "add_arguments", "build_server", "main", "serve"]
 
 #: The environment variable that names the served scope when ``--scope`` is not given.
 SCOPE_ENV = "SGMEM_SCOPE"
@@ -56,6 +56,9 @@ SCOPE_ENV = "SGMEM_SCOPE"
 #: which other users of the machine can read in the process list).
 TOKEN_ENV = "SGMEM_MCP_TOKEN"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+#: The environment variable that switches row security on for a PostgreSQL store (``1``/``true``), as
+#: ``--row-security`` does (``Config.pg_row_security``).
+ROW_SECURITY_ENV = "SGMEM_PG_ROW_SECURITY"
 TRANSPORTS = ("stdio", "streamable-http")
 
 INSTRUCTIONS = (
@@ -289,10 +292,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="streamable-http: another name clients reach the server by (Host and Origin checks); repeatable",
     )
+    parser.add_argument(
+        "--row-security",
+        action="store_true",
+        help=f"a PostgreSQL store with row-level security (Config.pg_row_security; or ${ROW_SECURITY_ENV}=1); "
+        "its signed form's key is read from $SGMEM_PG_SCOPE_KEY, which implies this",
+    )
     parser.add_argument("--thread", default="memories", help="the thread remember writes to by default (memories)")
     parser.add_argument(
         "--read-only", action="store_true", help="open the store read-only: only recall, context and list_threads"
     )
+
+
+def store_config(path: str, row_security: bool) -> Any:
+    """The :class:`sgmem.Config` for the served store: row security from ``--row-security`` or
+    ``$SGMEM_PG_ROW_SECURITY``, its signed form's key from ``$SGMEM_PG_SCOPE_KEY`` (``None``: the defaults)."""
+    from .config import Config
+    from .saved import SCOPE_KEY_ENV
+
+    flag = os.environ.get(ROW_SECURITY_ENV, "").strip().lower()
+    if flag not in ("", "0", "1", "true", "false", "yes", "no"):
+        raise InvalidInputError(ROW_SECURITY_ENV, flag, "1 (or true, yes) to switch row security on, 0 or unset")
+    key = os.environ.get(SCOPE_KEY_ENV) or None
+    wanted = row_security or flag in ("1", "true", "yes") or key is not None
+    if not wanted:
+        return None
+    if "://" not in str(path):
+        raise InvalidInputError(
+            "--row-security",
+            True,
+            "a PostgreSQL store (--store postgresql://... or $SGMEM_STORE)",
+            f"Row security is a PostgreSQL feature; unset {ROW_SECURITY_ENV} and {SCOPE_KEY_ENV} for a directory.",
+        )
+    return Config(pg_row_security=True, pg_scope_key=key)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -318,10 +350,11 @@ def main(args: argparse.Namespace) -> int:
     _sdk()  # a missing SDK is reported before the model loads
     # FAISS logs which optional CPU builds it could not load (at INFO, which the SDK shows): noise, not a failure
     logging.getLogger("faiss").setLevel(logging.WARNING)
+    config = store_config(args.path, bool(args.row_security))
     t0 = time.perf_counter()
     # the model's loading must not write to stdout, which is the stdio transport's channel
     with contextlib.redirect_stdout(sys.stderr):
-        memory = Memory(args.path, preload=True, read_only=bool(args.read_only))
+        memory = Memory(args.path, preload=True, read_only=bool(args.read_only), config=config)
     where = "stdio" if args.transport == "stdio" else f"http://{args.host}:{args.port}/mcp"
     ready = (
         f"sgmem {__version__} mcp: serving scope {scope!r} of {memory!r} over {where}"
