@@ -41,6 +41,7 @@ from .store.paths import resolve_store_path
 from .store.pgsql import redact
 from .store.postgres import PostgresStore, is_postgres_target, is_url, server_dense
 from .store.sqlite import SQLiteStore
+from .text.lexical import as_written
 from .text.tokens import count_tokens
 from .threads import ThreadMethods
 from .types import AddResult, Hit, Message, RecallTrace
@@ -525,11 +526,17 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
             return self._store.message_details(ids)
 
     @staticmethod
-    def _turn_hit(idx: ScopeIndex, rk: Ranked, details: dict[int, dict[str, Any]], rel: dict[int, float]) -> Hit | None:
-        """The :class:`Hit` of one ranked turn or chunk (``None`` when its messages were deleted meanwhile)."""
+    def _turn_hit(
+        idx: ScopeIndex, rk: Ranked, details: dict[int, dict[str, Any]], rel: dict[int, float], query: str
+    ) -> Hit | None:
+        """The :class:`Hit` of one ranked turn or chunk (``None`` when its messages were deleted meanwhile);
+        its ``why["matched"]`` holds the query's words as the user wrote them, not their stems."""
         ds = [details[idx.msg_ids[r]] for r in rk.rows if idx.msg_ids[r] in details]
         if not ds:
             return None
+        why = rk.why
+        if why.get("matched"):
+            why = {**why, "matched": as_written(query, list(why["matched"]))}
         text = ds[0]["content"] if len(ds) == 1 else "\n".join(f"{d['speaker']}: {d['content']}" for d in ds)
         return Hit(
             text=text,
@@ -538,7 +545,7 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
             message_ids=tuple(d["ext_id"] for d in ds),
             thread=ds[0]["thread"],
             at=ds[0]["at"],
-            why=rk.why,
+            why=why,
             speaker=ds[0]["speaker"],
             relevance=max((float(rel[r]) for r in rk.rows), default=0.0),
         )
@@ -602,7 +609,7 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
         hits, cut = [], []
         for rk in ranked:
-            hit = self._turn_hit(idx, rk, details, rel)
+            hit = self._turn_hit(idx, rk, details, rel, query)
             if hit is not None:
                 (hits if hit.relevance >= floor else cut).append(hit)
         if log.isEnabledFor(logging.DEBUG):
@@ -768,7 +775,7 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
             floor = self._default_floor(rel.values(), floor)
         if tracing:
             all_details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
-            found = [h for h in (self._turn_hit(idx, rk, all_details, rel) for rk in ranked) if h is not None]
+            found = [h for h in (self._turn_hit(idx, rk, all_details, rel, query) for rk in ranked) if h is not None]
             kept = tuple(h for h in found if h.relevance >= floor)
             cut = tuple(h for h in found if h.relevance < floor)
         rows: list[int] = []
