@@ -39,6 +39,60 @@ def redact(url: str) -> str:
     return _redact(url)
 
 
+#: Messages per ``add_many`` call of ``sgmem ingest`` (whole threads are kept together): the progress bar
+#: moves per batch, and one length-sorted embedding pass per batch costs little against one for the file.
+INGEST_BATCH = 256
+
+# the process's real stderr while main() runs: progress bars write to it directly (their carriage returns
+# would be neutralised by the safe stream)
+_raw_err: Any = None
+
+
+def _progress_on(args: argparse.Namespace) -> bool:
+    """Whether to show progress: on a terminal, without ``--quiet``."""
+    stream = _raw_err or sys.stderr
+    return not getattr(args, "quiet", False) and bool(getattr(stream, "isatty", lambda: False)())
+
+
+def _bar(args: argparse.Namespace, total: int, desc: str, unit: str) -> Any:
+    """A tqdm progress bar on the terminal (disabled when :func:`_progress_on` is false)."""
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total, desc=neutralise(desc), unit=unit, file=_raw_err or sys.stderr, disable=not _progress_on(args)
+    )
+
+
+def _notes(args: argparse.Namespace) -> Any:
+    """A progress callback for long work: its lines go to stderr on a terminal, nowhere otherwise."""
+    show = _progress_on(args)
+
+    def note(text: str) -> None:
+        if show:
+            print(text, file=sys.stderr, flush=True)
+
+    return note
+
+
+def _load_model(args: argparse.Namespace, mem: Any) -> None:
+    """Load the embedding model now, saying so on a terminal (it takes seconds and would look like a hang)."""
+    if _progress_on(args):
+        print("loading the embedding model...", end="", file=sys.stderr, flush=True)
+        print(f" {mem.warmup():.1f} s", file=sys.stderr, flush=True)
+
+
+def _batches(groups: list[tuple[Any, Any]], size: int) -> list[list[tuple[Any, Any]]]:
+    out: list[list[tuple[Any, Any]]] = [[]]
+    n = 0
+    for g in groups:
+        if n >= size:
+            out.append([])
+            n = 0
+        out[-1].append(g)
+        n += len(g[1])
+    return [b for b in out if b]
+
+
 def _default_path() -> str:
     return os.environ.get("SGMEM_PATH", DEFAULT_PATH)
 
@@ -201,11 +255,18 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         todo, skipped = _check_ingest(mem, args.scope, groups)
         if from_file:
             print(f"{from_file} threads start with an undated message: dated by {how}", file=sys.stderr)
-        total = 0
-        # every thread's texts embedded in one length-sorted pass; one transaction per thread
-        for (thread, _), res in zip(todo, mem.add_many(todo, scope=args.scope) if todo else [], strict=True):
-            total += res.messages
-            print(f"{thread}: {res.messages} messages, {res.sentences} sentences, {res.edges} edges")
+        if todo:
+            _load_model(args, mem)
+        total, lines = 0, []
+        with _bar(args, sum(len(msgs) for _, msgs in todo), "ingest", "msg") as bar:
+            # each batch's texts embedded in one length-sorted pass; one transaction per thread
+            for batch in _batches(todo, INGEST_BATCH):
+                for (thread, _), res in zip(batch, mem.add_many(batch, scope=args.scope), strict=True):
+                    total += res.messages
+                    lines.append(f"{thread}: {res.messages} messages, {res.sentences} sentences, {res.edges} edges")
+                    bar.update(res.messages)
+        for line in lines:
+            print(line)
         already = f" ({skipped} already stored, skipped)" if skipped else ""
         print(f"ingested {total} messages into scope {args.scope!r} at {redact(str(args.path))}{already}")
     return 0
@@ -395,15 +456,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         from .eval.locomo import load_locomo
 
         default = MIN_RELEVANCE.get(embedder.name, 0.0)
-        sweep = sweep_cutoffs(
-            load_locomo(args.file, args.limit), embedder, progress=lambda s: print(s, file=sys.stderr)
-        )
+        sweep = sweep_cutoffs(load_locomo(args.file, args.limit), embedder, progress=_notes(args))
         return _report_eval(args, embedder, render_cutoffs(sweep, default, Config().relative_relevance))
     if args.chat:
         from .eval.chat import evaluate_chat, render_chat
         from .eval.locomo import load_locomo
 
-        res = evaluate_chat(load_locomo(args.file, args.limit), embedder, progress=lambda s: print(s, file=sys.stderr))
+        res = evaluate_chat(load_locomo(args.file, args.limit), embedder, progress=_notes(args))
         return _report_eval(args, embedder, render_chat(res))
     if args.loo:
         report = _loo_report(args, embedder)
@@ -450,7 +509,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         limit=args.limit,
         budgets=tuple(args.budgets),
         relevance=DEFAULT_GRID if args.relevance else (),
-        progress=lambda s: print(s, file=sys.stderr),
+        progress=_notes(args),
     )
     return _report_eval(args, embedder, render_report(rep))
 
@@ -484,8 +543,7 @@ def _loo_report(args: argparse.Namespace, embedder: Any) -> str:
         render_loo,
     )
 
-    def progress(s: str) -> None:
-        print(s, file=sys.stderr, flush=True)
+    progress = _notes(args)
 
     convs = load_locomo(args.file, args.limit)
     parts = [f"LoCoMo leave-one-conversation-out — {args.file}: {len(convs)} conversations"]
@@ -602,6 +660,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ISO-8601",
         help="date of a thread's first message when it has none (default: the file's modification time)",
     )
+    i.add_argument("--quiet", "-q", action="store_true", help="no progress on the terminal")
     with_path(i)
     i.set_defaults(func=cmd_ingest)
 
@@ -723,6 +782,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="link sentences by this rule (GraphConfig.knn_rule) and also run mode='graph'",
     )
+    lo.add_argument("--quiet", "-q", action="store_true", help="no progress lines on the terminal")
     lo.set_defaults(func=cmd_eval)
 
     cal = sub.add_parser("calibrate", help="calibrate the portable novelty gate's tau_noop on a corpus")
@@ -775,12 +835,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "store", None):
         args.path = args.store  # sgmem.Memory takes a directory or a postgresql:// URL
+    global _raw_err
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _SafeStream(out), _SafeStream(err)  # type: ignore[assignment]
+    _raw_err = err
     try:
         return _run(args)
     finally:
         sys.stdout, sys.stderr = out, err
+        _raw_err = None
 
 
 def _run(args: argparse.Namespace) -> int:
