@@ -109,3 +109,14 @@ def test_nothing_is_printed_without_logging_configured() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert out.stdout == "" and out.stderr == ""
+
+
+def test_the_classic_langchain_memory_keeps_its_last_recall(memory: sgmem.Memory) -> None:
+    from langchain_sgmem import SGMemMemory as ClassicMemory
+
+    _seed(memory)
+    classic = ClassicMemory(memory=memory, scope="alice", thread="chain")
+    assert classic.last_recall is None
+    block = classic.load_memory_variables({"input": QUESTION})["history"]
+    recall = classic.last_recall
+    assert recall is not None and recall.text == block and "Miso" in block and recall.query == QUESTION
