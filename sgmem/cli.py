@@ -242,12 +242,11 @@ def _check_ingest(mem: Any, scope: str, groups: list[tuple[Any, Any]]) -> tuple[
 def cmd_ingest(args: argparse.Namespace) -> int:
     path = Path(args.file)
     groups = _load_messages(path, args.thread)
-    if args.at is not None:
-        from .validate import check_time
+    from .validate import check_time
 
-        file_at = check_time(args.at, "--at")
-        how = f"--at {args.at}"
-    else:
+    file_at = check_time(args.at, "--at")
+    how = f"--at {args.at}"
+    if file_at is None:
         file_at = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
         how = f"the file's modification time, {file_at:%Y-%m-%d %H:%M} UTC; set it with --at"
     from_file = _date_and_identify(groups, file_at)

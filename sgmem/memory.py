@@ -607,7 +607,8 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         if min_score is None:
             floor = self._default_floor(rel.values(), floor)
         details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
-        hits, cut = [], []
+        hits: list[Hit] = []
+        cut: list[Hit] = []
         for rk in ranked:
             hit = self._turn_hit(idx, rk, details, rel, query)
             if hit is not None:
