@@ -120,3 +120,13 @@ def test_the_classic_langchain_memory_keeps_its_last_recall(memory: sgmem.Memory
     block = classic.load_memory_variables({"input": QUESTION})["history"]
     recall = classic.last_recall
     assert recall is not None and recall.text == block and "Miso" in block and recall.query == QUESTION
+
+
+async def test_the_async_paths_keep_their_last_recall_too(memory: sgmem.Memory) -> None:
+    _seed(memory)
+    middleware = SGMemMiddleware(memory, scope="alice")
+    agent = create_agent(RecordingChatModel(), tools=[], middleware=[middleware])
+    await agent.ainvoke({"messages": [{"role": "user", "content": QUESTION}]})
+    assert middleware.last_recall is not None and "Miso" in middleware.last_recall.text
+    trace = await memory.acontext_trace(QUESTION, scope="alice")
+    assert trace.text == memory.context(QUESTION, scope="alice") and trace.hits
