@@ -32,4 +32,3 @@ def test_each_memory_is_in_the_prompt_once(memory: sgmem.Memory, how: str) -> No
     else:
         prompt = _prompt(memory, StaticRetriever(), 1000)
     assert prompt.count(FACT) == 1
-

@@ -27,7 +27,9 @@ def _mcp(url: str, env: dict[str, str]) -> McpClient:
 
 
 def test_mcp_serves_a_signed_row_security_store_by_its_environment(
-    pg_url: str, embedder: sgmem.Embedder, app_role: Role  # noqa: F811  # the imported fixture
+    pg_url: str,
+    embedder: sgmem.Embedder,
+    app_role: Role,  # noqa: F811  # the imported fixture
 ) -> None:
     config = SIGNED.with_(min_relevance=None)
     with sgmem.Memory(pg_url, embedder=embedder, config=config) as owner:  # the tables' owner sets the form up
