@@ -8,9 +8,9 @@ from typing import Any
 from langchain_classic.base_memory import BaseMemory
 from langchain_classic.memory.utils import get_prompt_input_key
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from sgmem import InvalidInputError, Memory
+from sgmem import InvalidInputError, Memory, RecallTrace
 from sgmem.validate import check_mode, check_score, fit_query
 
 from ._messages import to_sgmem
@@ -87,6 +87,7 @@ class SGMemMemory(BaseMemory):
     budget_tokens: int = Field(default=2000, ge=1)
     mode: str | None = None
     min_score: float | None = None
+    _last_recall: RecallTrace | None = PrivateAttr(default=None)
 
     @field_validator("memory", mode="before")
     @classmethod
@@ -108,6 +109,12 @@ class SGMemMemory(BaseMemory):
         for field in ("scope", "thread"):
             check_name_arg(self.memory, getattr(self, field), field)
         return self
+
+    @property
+    def last_recall(self) -> RecallTrace | None:
+        """What the last :meth:`load_memory_variables` recalled: the query, the block, the hits with their
+        relevance and ``why``, what the cutoff removed (``None`` before the first recall)."""
+        return self._last_recall
 
     @property
     def memory_variables(self) -> list[str]:
@@ -132,26 +139,20 @@ class SGMemMemory(BaseMemory):
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """The scope's memories relevant to the chain's input, within the budget."""
         query = self._query(inputs)
-        block = (
-            self.memory.context(
+        if query:
+            self._last_recall = self.memory.context_trace(
                 query, scope=self.scope, budget_tokens=self.budget_tokens, mode=self.mode, min_score=self.min_score
             )
-            if query
-            else ""
-        )
-        return self._variables(block)
+        return self._variables(self._last_recall.text if query and self._last_recall else "")
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Async :meth:`load_memory_variables`."""
         query = self._query(inputs)
-        block = (
-            await self.memory.acontext(
+        if query:
+            self._last_recall = await self.memory.acontext_trace(
                 query, scope=self.scope, budget_tokens=self.budget_tokens, mode=self.mode, min_score=self.min_score
             )
-            if query
-            else ""
-        )
-        return self._variables(block)
+        return self._variables(self._last_recall.text if query and self._last_recall else "")
 
     # ----------------------------------------------------------------- write
     def _exchange(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, ModelReques
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.runtime import Runtime
 
-from sgmem import InvalidInputError, Memory
+from sgmem import InvalidInputError, Memory, RecallTrace
 from sgmem.parts import split_message
 from sgmem.validate import check_int, check_mode, check_name, check_saving, check_score, fit_query
 
@@ -110,6 +110,10 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             assistant replies with text, as ``SGMemMemory`` in LlamaIndex).
         save_only_user_messages: store only the user's messages (default
             False); cannot be combined with ``save_tool_messages``.
+        on_recall: called with each model call's :class:`sgmem.RecallTrace`
+            (what was recalled, why, and the block injected); the last one is
+            also kept as ``last_recall``. The ``langchain_sgmem.middleware``
+            logger shows the same at DEBUG.
     """
 
     def __init__(
@@ -124,6 +128,7 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         min_score: float | None = None,
         save_tool_messages: bool = False,
         save_only_user_messages: bool = False,
+        on_recall: Callable[[RecallTrace], Any] | None = None,
     ) -> None:
         super().__init__()
         self.memory = check_memory(memory)
@@ -143,6 +148,12 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self.save_tool_messages, self.save_only_user_messages = check_saving(
             save_tool_messages, save_only_user_messages
         )
+        if on_recall is not None and not callable(on_recall):
+            raise InvalidInputError("on_recall", on_recall, "a function taking a sgmem.RecallTrace, or None")
+        self.on_recall = on_recall
+        #: The last recall: query, scope, the block injected, the hits with their relevance and ``why``, what
+        #: the cutoff removed (``None`` before the first model call).
+        self.last_recall: RecallTrace | None = None
         self.tools = []
 
     # ------------------------------------------------------------ resolving
@@ -189,7 +200,7 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         """Append the scope's memories relevant to the latest user message to the system message."""
         query = self._fit(_latest_user_text(request.messages))
         if query:
-            block = self.memory.context(
+            self.last_recall = self.memory.context_trace(
                 query,
                 scope=self._scope(request.runtime),
                 budget_tokens=self.budget_tokens,
@@ -197,6 +208,7 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
                 exclude_message_ids=self._in_prompt(request),
                 min_score=self.min_score,
             )
+            block = self._injected(self.last_recall)
             if block:
                 request = request.override(system_message=_with_memories(request.system_message, block))
         return handler(request)
@@ -205,7 +217,7 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         """Async :meth:`wrap_model_call`."""
         query = self._fit(_latest_user_text(request.messages))
         if query:
-            block = await self.memory.acontext(
+            self.last_recall = await self.memory.acontext_trace(
                 query,
                 scope=self._scope(request.runtime),
                 budget_tokens=self.budget_tokens,
@@ -213,9 +225,23 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
                 exclude_message_ids=self._in_prompt(request),
                 min_score=self.min_score,
             )
+            block = self._injected(self.last_recall)
             if block:
                 request = request.override(system_message=_with_memories(request.system_message, block))
         return await handler(request)
+
+    def _injected(self, recall: RecallTrace) -> str:
+        """The block to inject for ``recall``, logged at DEBUG and passed to ``on_recall``."""
+        logger.debug(
+            "SGMemMiddleware injected %d memories for scope %r (%s) into the system message:\n%s",
+            len(recall.message_ids),
+            recall.scope,
+            ", ".join(recall.message_ids) or "nothing passed the cutoff",
+            recall.text,
+        )
+        if self.on_recall is not None:
+            self.on_recall(recall)
+        return recall.text
 
     # -------------------------------------------------------------- remember
     def _wanted(self, m: BaseMessage) -> bool:

@@ -24,6 +24,8 @@ from .chat_store import SGMemChatStore
 
 __all__ = ["DEFAULT_CONTEXT_TEMPLATE", "DEFAULT_CONTEXT_TOKENS", "DEFAULT_TOKEN_LIMIT", "SGMemMemory"]
 
+logger = logging.getLogger(__name__)
+
 #: Tokens of recent thread messages :meth:`SGMemMemory.get` returns by default (as ``ChatMemoryBuffer``).
 DEFAULT_TOKEN_LIMIT = 3000
 #: Token budget of the long-term context system message by default.
@@ -121,6 +123,7 @@ class SGMemMemory(BaseMemory):
     save_tool_messages: bool = Field(default=False, description="Also store tool calls and tool results.")
     save_only_user_messages: bool = Field(default=False, description="Store only the user's messages.")
     _store: SGMemChatStore = PrivateAttr()
+    _last_recall: sgmem.RecallTrace | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -299,7 +302,7 @@ class SGMemMemory(BaseMemory):
             query = next((query_text(m) for m in reversed(msgs) if m.role == MessageRole.USER), "")
         if query and self.context_tokens > 0:
             query = fit_query(query, mem.config.limits, logger)  # an over-long message never fails the turn
-            recalled = mem.context(
+            self._last_recall = mem.context_trace(
                 query,
                 scope=scope,
                 budget_tokens=self.context_tokens,
@@ -307,12 +310,26 @@ class SGMemMemory(BaseMemory):
                 exclude_message_ids=[m.id for m in raw if m.id and m.id.split("~part")[0] in in_window],
                 min_score=self.min_score,
             )
+            recalled = self._last_recall.text
+            logger.debug(
+                "SGMemMemory injected %d memories for scope %r (%s) as a system message:\n%s",
+                len(self._last_recall.message_ids),
+                scope,
+                ", ".join(self._last_recall.message_ids) or "nothing passed the cutoff",
+                recalled,
+            )
             if recalled:
                 out.insert(
                     0,
                     ChatMessage(role=MessageRole.SYSTEM, content=self.context_template.replace("{context}", recalled)),
                 )
         return out
+
+    @property
+    def last_recall(self) -> sgmem.RecallTrace | None:
+        """What the last :meth:`get` recalled: the query, the block injected, the hits with their
+        relevance and ``why``, what the cutoff removed (``None`` before the first recall)."""
+        return self._last_recall
 
     def get_all(self) -> list[ChatMessage]:
         """Every message of the thread, oldest first."""

@@ -20,9 +20,10 @@ from ._messages import check_key, check_memory, check_messages, query_text, to_k
 
 __all__ = ["DEFAULT_BLOCK_THREAD", "SGMemMemoryBlock"]
 
+logger = logging.getLogger(__name__)
+
 #: Thread for flushed messages that carry no ``session_id`` when the block has no ``thread``.
 DEFAULT_BLOCK_THREAD = "llama_index_memory"
-logger = logging.getLogger(__name__)
 _REMEMBERED_QUERIES = 32  # recent (content -> query) pairs kept so atruncate can re-ask sgmem
 
 
@@ -78,6 +79,7 @@ class SGMemMemoryBlock(BaseMemoryBlock[str]):
     save_only_user_messages: bool = Field(default=False, description="Store only the user's messages.")
     _memory: sgmem.Memory = PrivateAttr()
     _queries: OrderedDict[str, str] = PrivateAttr(default_factory=OrderedDict)
+    _last_recall: sgmem.RecallTrace | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -112,14 +114,29 @@ class SGMemMemoryBlock(BaseMemoryBlock[str]):
         """The sgmem store behind this block."""
         return self._memory
 
+    @property
+    def last_recall(self) -> sgmem.RecallTrace | None:
+        """What the block last recalled: the query, the block, the hits with their relevance and ``why``,
+        what the cutoff removed (``None`` before the first recall)."""
+        return self._last_recall
+
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         """sgmem's context for the latest user message ("" when there is none or nothing is relevant)."""
         query = next((query_text(m) for m in reversed(messages or []) if m.role == MessageRole.USER), "")
         if not query:
             return ""
         query = fit_query(query, self._memory.config.limits, logger)  # an over-long message never fails the turn
-        text = await self._memory.acontext(
+        self._last_recall = await self._memory.acontext_trace(
             query, scope=self.scope, budget_tokens=self.budget_tokens, mode=self.mode, min_score=self.min_score
+        )
+        text = self._last_recall.text
+        logger.debug(
+            "SGMemMemoryBlock %r recalled %d memories for scope %r (%s):\n%s",
+            self.name,
+            len(self._last_recall.message_ids),
+            self.scope,
+            ", ".join(self._last_recall.message_ids) or "nothing passed the cutoff",
+            text,
         )
         if text:
             self._queries[text] = query

@@ -183,12 +183,16 @@ configuration, e.g.:
 {
   "mcpServers": {
     "sgmem": {
-      "command": "sgmem",
-      "args": ["mcp", "--path", "/home/priya/.sgmem", "--scope", "priya"]
+      "command": "/home/priya/sgmem/.venv/bin/python",
+      "args": ["-m", "sgmem", "mcp", "--path", "/home/priya/.sgmem", "--scope", "priya"]
     }
   }
 }
 ```
+
+with the full path of the Python where sgmem is installed: a client starts
+the server without your shell's venv or `PATH`
+([docs/tools-and-mcp.md](../docs/tools-and-mcp.md#mcp)).
 
 Here the MCP SDK's own client starts the server on a fresh store and calls
 its tools (the server loads MiniLM once, so this cell takes a few seconds):

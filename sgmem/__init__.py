@@ -12,6 +12,8 @@ Quickstart::
 
 from __future__ import annotations
 
+import logging
+
 from ._version import __version__
 from .config import (
     MODES,
@@ -44,7 +46,7 @@ from .errors import (
 from .gate.config import GateConfig
 from .llm import LLM
 from .memory import Memory
-from .types import AddResult, DeleteReceipt, Hit, MemoryVersion, Message, ScopeStats, Stats
+from .types import AddResult, DeleteReceipt, Hit, MemoryVersion, Message, RecallTrace, ScopeStats, Stats
 
 __all__ = [
     "LLM",
@@ -75,6 +77,7 @@ __all__ = [
     "Message",
     "NotFoundError",
     "PyramidConfig",
+    "RecallTrace",
     "SchemaVersionError",
     "ScopeStats",
     "SentenceTransformerEmbedder",
@@ -84,3 +87,6 @@ __all__ = [
     "StoreError",
     "__version__",
 ]
+
+# a library logs and the application decides where it goes: nothing is printed until it configures logging
+logging.getLogger(__name__).addHandler(logging.NullHandler())

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from .types import AddResult, DeleteReceipt, Hit, MemoryVersion, Message, Stats
+from .types import AddResult, DeleteReceipt, Hit, MemoryVersion, Message, RecallTrace, Stats
 
 __all__ = ["AsyncMethods"]
 
@@ -78,6 +78,27 @@ class AsyncMethods:
         """Async :meth:`context`."""
         return await asyncio.to_thread(
             self.context,
+            query,
+            scope=scope,
+            budget_tokens=budget_tokens,
+            mode=mode,
+            exclude_message_ids=exclude_message_ids,
+            min_score=min_score,
+        )
+
+    async def acontext_trace(
+        self: Any,
+        query: str,
+        *,
+        scope: str,
+        budget_tokens: int = 2000,
+        mode: str | None = None,
+        exclude_message_ids: Iterable[str] | None = None,
+        min_score: float | None = None,
+    ) -> RecallTrace:
+        """Async :meth:`context_trace`."""
+        return await asyncio.to_thread(
+            self.context_trace,
             query,
             scope=scope,
             budget_tokens=budget_tokens,

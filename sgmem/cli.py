@@ -1,11 +1,15 @@
-"""The ``sgmem`` command line: demo, ingest, search, context, stats, eval, calibrate, mcp.
+"""The ``sgmem`` command line: demo, ingest, search, context, stats, threads, messages, export, forget, eval,
+calibrate, mcp.
 
-Stores default to ``$SGMEM_PATH`` or ``./.sgmem``; pass ``--path`` to choose.
+Stores default to ``$SGMEM_PATH`` or ``./.sgmem`` (``--path``), or ``$SGMEM_STORE`` (``--store``); the scope
+defaults to ``$SGMEM_SCOPE``. Every command calls :class:`sgmem.Memory`; the CLI holds no logic of its own
+beyond reading files and printing.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -17,19 +21,76 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidInputError, SgmemError
+from ._version import __version__
+from .errors import InvalidInputError, NotFoundError, SgmemError
 from .files import load_messages as _load_messages
 from .validate import check_name, normalise_messages
 
 __all__ = ["main", "neutralise"]
 
 DEFAULT_PATH = ".sgmem"
+#: The environment variable naming the scope when ``--scope`` is not given (every command).
+SCOPE_ENV = "SGMEM_SCOPE"
 
 
 def redact(url: str) -> str:
     from .store.pgsql import redact as _redact
 
     return _redact(url)
+
+
+#: Messages per ``add_many`` call of ``sgmem ingest`` (whole threads are kept together): the progress bar
+#: moves per batch, and one length-sorted embedding pass per batch costs little against one for the file.
+INGEST_BATCH = 256
+
+# the process's real stderr while main() runs: progress bars write to it directly (their carriage returns
+# would be neutralised by the safe stream)
+_raw_err: Any = None
+
+
+def _progress_on(args: argparse.Namespace) -> bool:
+    """Whether to show progress: on a terminal, without ``--quiet``."""
+    stream = _raw_err or sys.stderr
+    return not getattr(args, "quiet", False) and bool(getattr(stream, "isatty", lambda: False)())
+
+
+def _bar(args: argparse.Namespace, total: int, desc: str, unit: str) -> Any:
+    """A tqdm progress bar on the terminal (disabled when :func:`_progress_on` is false)."""
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total, desc=neutralise(desc), unit=unit, file=_raw_err or sys.stderr, disable=not _progress_on(args)
+    )
+
+
+def _notes(args: argparse.Namespace) -> Any:
+    """A progress callback for long work: its lines go to stderr on a terminal, nowhere otherwise."""
+    show = _progress_on(args)
+
+    def note(text: str) -> None:
+        if show:
+            print(text, file=sys.stderr, flush=True)
+
+    return note
+
+
+def _load_model(args: argparse.Namespace, mem: Any) -> None:
+    """Load the embedding model now, saying so on a terminal (it takes seconds and would look like a hang)."""
+    if _progress_on(args):
+        print("loading the embedding model...", end="", file=sys.stderr, flush=True)
+        print(f" {mem.warmup():.1f} s", file=sys.stderr, flush=True)
+
+
+def _batches(groups: list[tuple[Any, Any]], size: int) -> list[list[tuple[Any, Any]]]:
+    out: list[list[tuple[Any, Any]]] = [[]]
+    n = 0
+    for g in groups:
+        if n >= size:
+            out.append([])
+            n = 0
+        out[-1].append(g)
+        n += len(g[1])
+    return [b for b in out if b]
 
 
 def _default_path() -> str:
@@ -40,6 +101,19 @@ def _memory(path: str | None) -> Any:
     from .memory import Memory
 
     return Memory(path)
+
+
+def _existing(path: str) -> Any:
+    """The store at ``path`` for a command that only reads or deletes: one that does not exist is an error,
+    and nothing is created (a mistyped ``--path`` must not leave an empty store and print nothing found)."""
+    from .store import DB_FILENAME
+
+    if "://" not in path and not (Path(path) / DB_FILENAME).is_file():
+        raise NotFoundError(
+            f"no sgmem store at {str(Path(path).resolve())!r} (no {DB_FILENAME} there). Check --path "
+            "(default $SGMEM_PATH or ./.sgmem) or --store; `sgmem ingest` creates a store."
+        )
+    return _memory(path)
 
 
 def _print_hit(i: int, hit: Any, out: Any) -> None:
@@ -98,8 +172,44 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_ingest(mem: Any, scope: str, groups: list[tuple[Any, Any]]) -> None:
-    """Validate a whole file before the first add, so a bad file stores nothing."""
+def ingest_id(thread: str, position: int, message: dict[str, Any]) -> str:
+    """The id ``sgmem ingest`` gives a message without one: a hash of its thread, its position in that thread
+    in the file, its role, speaker and text. The same file ingested again yields the same ids, so what is
+    already stored is recognised and skipped; a message appended to a thread gets a new one."""
+    key = json.dumps([thread, position, message.get("role"), message.get("name"), message.get("content")])
+    return "ingest-" + hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
+
+
+def _date_and_identify(groups: list[tuple[Any, Any]], file_at: datetime) -> int:
+    """Give every message an id (:func:`ingest_id` when it has none) and a date: an undated message takes the
+    previous message's date in its thread, the first one the file's (``--at`` or its modification time).
+
+    Returns how many messages took the file's date.
+    """
+    from_file = 0
+    for thread, msgs in groups:
+        if not isinstance(msgs, list):
+            continue  # validation names it
+        last: Any = None
+        for pos, m in enumerate(msgs):
+            if not isinstance(m, dict):
+                continue
+            if m.get("id") is None and isinstance(thread, str):
+                m["id"] = ingest_id(thread, pos, m)
+            if m.get("at") is None:
+                if last is None:
+                    from_file += 1
+                m["at"] = last if last is not None else file_at
+            last = m["at"]
+    return from_file
+
+
+def _check_ingest(mem: Any, scope: str, groups: list[tuple[Any, Any]]) -> tuple[list[tuple[Any, Any]], int]:
+    """Validate a whole file before the first add, so a bad file stores nothing; leave out what is stored.
+
+    Returns the groups still to add and how many messages were already stored (the same id, role and text).
+    A stored id holding another message is an error.
+    """
     limits = mem.config.limits
     check_name(scope, "--scope", limits)
     now = datetime.now(timezone.utc)
@@ -111,50 +221,106 @@ def _check_ingest(mem: Any, scope: str, groups: list[tuple[Any, Any]]) -> None:
         if dup:
             raise InvalidInputError("messages[].id", sorted(dup)[:5], "ids used once in the file")
         seen.update(ids)
-    stored = mem.get(scope=scope, message_ids=sorted(seen))
-    if stored:
+    stored = {m.id: m for m in mem.get(scope=scope, message_ids=sorted(seen))}
+    clash = [
+        m["id"]
+        for _, msgs in groups
+        for m in msgs
+        if m["id"] in stored and (stored[m["id"]].content, stored[m["id"]].role) != (m["content"], m["role"])
+    ]
+    if clash:
         raise InvalidInputError(
             "messages[].id",
-            [m.id for m in stored][:5],
-            f"ids not already stored in scope {scope!r}",
-            "Message ids are unique per scope; remove them from the file or delete the stored messages first.",
+            clash[:5],
+            f"ids that are not already stored in scope {scope!r} with another text",
+            "Message ids are unique per scope; rename them in the file or delete the stored messages first.",
         )
+    todo = [(t, [m for m in msgs if m["id"] not in stored]) for t, msgs in groups]
+    return [(t, msgs) for t, msgs in todo if msgs], len(stored)
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    groups = _load_messages(Path(args.file), args.thread)
+    path = Path(args.file)
+    groups = _load_messages(path, args.thread)
+    from .validate import check_time
+
+    file_at = check_time(args.at, "--at")
+    how = f"--at {args.at}"
+    if file_at is None:
+        file_at = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+        how = f"the file's modification time, {file_at:%Y-%m-%d %H:%M} UTC; set it with --at"
+    from_file = _date_and_identify(groups, file_at)
     with _memory(args.path) as mem:
-        _check_ingest(mem, args.scope, groups)
-        total = 0
-        # every thread's texts embedded in one length-sorted pass; one transaction per thread
-        for (thread, _), res in zip(groups, mem.add_many(groups, scope=args.scope), strict=True):
-            total += res.messages
-            print(f"{thread}: {res.messages} messages, {res.sentences} sentences, {res.edges} edges")
-        print(f"ingested {total} messages into scope {args.scope!r} at {redact(str(args.path))}")
+        todo, skipped = _check_ingest(mem, args.scope, groups)
+        if from_file:
+            print(f"{from_file} threads start with an undated message: dated by {how}", file=sys.stderr)
+        if todo:
+            _load_model(args, mem)
+        total, lines = 0, []
+        with _bar(args, sum(len(msgs) for _, msgs in todo), "ingest", "msg") as bar:
+            # each batch's texts embedded in one length-sorted pass; one transaction per thread
+            for batch in _batches(todo, INGEST_BATCH):
+                for (thread, _), res in zip(batch, mem.add_many(batch, scope=args.scope), strict=True):
+                    total += res.messages
+                    lines.append(f"{thread}: {res.messages} messages, {res.sentences} sentences, {res.edges} edges")
+                    bar.update(res.messages)
+        for line in lines:
+            print(line)
+        already = f" ({skipped} already stored, skipped)" if skipped else ""
+        print(f"ingested {total} messages into scope {args.scope!r} at {redact(str(args.path))}{already}")
     return 0
 
 
+def _nothing_found(mem: Any, scope: str, cut: Sequence[Any], min_score: float | None) -> str:
+    """Why a search or context came back empty: an empty scope, or memories all below the relevance cutoff."""
+    if cut:
+        floor = mem.min_relevance if min_score is None else min_score
+        best = max(h.relevance for h in cut)
+        return (
+            f"nothing passed the relevance cutoff in scope {scope!r}: {len(cut)} memories ranked, the best at "
+            f"relevance {best:.3f} < {floor:.3f}. Lower it with --min-score (0 shows them all)."
+        )
+    if mem.threads(scope=scope):
+        return f"no memory of scope {scope!r} matched the query."
+    scopes = mem.scopes()
+    known = f"; scopes in this store: {', '.join(map(repr, scopes[:10]))}" if scopes else "; the store is empty"
+    return f"scope {scope!r} holds no memories{known}."
+
+
 def cmd_search(args: argparse.Namespace) -> int:
-    with _memory(args.path) as mem:
-        hits = mem.search(args.query, scope=args.scope, k=args.k, mode=args.mode)
+    with _existing(args.path) as mem:
+        hits = mem.search(args.query, scope=args.scope, k=args.k, mode=args.mode, min_score=args.min_score)
         if args.json:
             print(json.dumps([{**h.__dict__, "at": h.at.isoformat()} for h in hits], indent=2, ensure_ascii=False))
             return 0
         if not hits:
-            print(f"no memories found in scope {args.scope!r}")
+            cut = (
+                []
+                if args.min_score == 0
+                else mem.search(args.query, scope=args.scope, k=args.k, mode=args.mode, min_score=0)
+            )
+            print(_nothing_found(mem, args.scope, cut, args.min_score))
         for i, hit in enumerate(hits, 1):
             _print_hit(i, hit, sys.stdout)
     return 0
 
 
 def cmd_context(args: argparse.Namespace) -> int:
-    with _memory(args.path) as mem:
-        print(mem.context(args.query, scope=args.scope, budget_tokens=args.budget, mode=args.mode))
+    with _existing(args.path) as mem:
+        trace = mem.context_trace(
+            args.query, scope=args.scope, budget_tokens=args.budget, mode=args.mode, min_score=args.min_score
+        )
+        if trace.text:
+            print(trace.text)
+        else:  # the block is empty: say why on stderr, so that stdout stays the block
+            print(
+                f"sgmem: empty context: {_nothing_found(mem, args.scope, trace.cut, args.min_score)}", file=sys.stderr
+            )
     return 0
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    with _memory(args.path) as mem:
+    with _existing(args.path) as mem:
         st = mem.stats(args.scope)
         print(f"store {st.path}: schema {st.schema_version}, embedder {st.embedder} (dim {st.dim})")
         for s in st.scopes:
@@ -165,6 +331,111 @@ def cmd_stats(args: argparse.Namespace) -> int:
             )
         if not st.scopes:
             print("  (empty)")
+    return 0
+
+
+def _one_line(text: str, width: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def cmd_threads(args: argparse.Namespace) -> int:
+    """The scope's threads with their message counts and first and last dates."""
+    with _existing(args.path) as mem:
+        names = mem.threads(scope=args.scope)
+        if not names:
+            print(_nothing_found(mem, args.scope, [], None))
+        for name in names:
+            msgs = mem.messages(scope=args.scope, thread=name)
+            first, last = (msgs[0].at, msgs[-1].at) if msgs else (None, None)
+            span = f"{first:%Y-%m-%d %H:%M} .. {last:%Y-%m-%d %H:%M}" if first and last else ""
+            print(f"{name}\t{len(msgs)} messages\t{span}")
+    return 0
+
+
+def cmd_messages(args: argparse.Namespace) -> int:
+    """List a scope's (or a thread's) messages, or show the ones named by id in full."""
+    with _existing(args.path) as mem:
+        if args.ids:
+            msgs = mem.get(scope=args.scope, message_ids=args.ids)
+            missing = [i for i in args.ids if i not in {m.id for m in msgs}]
+            if missing:
+                print(f"sgmem: not in scope {args.scope!r}: {', '.join(missing[:20])}", file=sys.stderr)
+        else:
+            msgs = mem.messages(scope=args.scope, thread=args.thread, limit=args.limit)
+            if not msgs:
+                print(_nothing_found(mem, args.scope, [], None))
+        if args.json:
+            print(json.dumps([m.to_dict() for m in msgs], indent=2, ensure_ascii=False))
+        elif args.ids:
+            for m in msgs:
+                print(f"id: {m.id}\nthread: {m.thread}\nat: {m.at.isoformat() if m.at else ''}")
+                print(f"role: {m.role}" + (f"\nname: {m.name}" if m.name else "") + f"\n\n{m.content}\n")
+        else:
+            for m in msgs:
+                when = f"{m.at:%Y-%m-%d %H:%M}" if m.at else "-"
+                print(f"{m.id}\t{when}\t{m.thread}\t{m.name or m.role}: {_one_line(m.content)}")
+        if args.ids and len(msgs) < len(args.ids):
+            return 1
+    return 0
+
+
+def export_lines(mem: Any, scope: str, thread: str | None = None) -> list[str]:
+    """A scope's (or one thread's) messages as JSONL lines in the format ``sgmem ingest`` reads.
+
+    One object per message, in the order they were added: ``thread``, ``id``, ``role``, ``name``,
+    ``content``, ``at``, ``session``, ``metadata``. ASCII-escaped, so the file passes through
+    any terminal or tool unchanged; ingesting it into another store and exporting again gives the same lines.
+    """
+    lines = []
+    for m in mem.messages(scope=scope, thread=thread):
+        d = m.to_dict()
+        row = {"thread": d.pop("thread"), **d}
+        lines.append(json.dumps(row, ensure_ascii=True, sort_keys=False))
+    return lines
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write a scope's messages as JSONL (stdout or ``--out``)."""
+    with _existing(args.path) as mem:
+        lines = export_lines(mem, args.scope, args.thread)
+        if not lines:
+            raise NotFoundError(f"nothing to export: {_nothing_found(mem, args.scope, [], None)}")
+        text = "".join(line + "\n" for line in lines)
+        if args.out:
+            Path(args.out).write_text(text, encoding="utf-8")
+            print(f"exported {len(lines)} messages of scope {args.scope!r} to {args.out}", file=sys.stderr)
+        else:
+            sys.stdout.write(text)
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    """Delete messages by id, a thread, or a whole scope (asks first unless ``--yes``), and print the receipt."""
+    chosen = sum(1 for x in (args.ids, args.thread, args.all) if x)
+    if chosen != 1:
+        raise InvalidInputError(
+            "forget", "ids" if chosen > 1 else None, "exactly one of: message ids, --thread T, or --all"
+        )
+    with _existing(args.path) as mem:
+        if args.all and not args.yes:
+            what = f"every memory of scope {args.scope!r} ({len(mem.threads(scope=args.scope))} threads)"
+            if not sys.stdin.isatty():
+                raise InvalidInputError("--yes", False, f"--yes to delete {what} without a prompt")
+            answer = input(f"Delete {what}? This cannot be undone. [y/N] ")
+            if answer.strip().lower() not in ("y", "yes"):
+                print("nothing deleted")
+                return 1
+        receipt = mem.delete(scope=args.scope, thread=args.thread, message_ids=args.ids or None)
+        print(
+            f"deleted {receipt.messages} messages, {receipt.sentences} sentences, {receipt.edges} edges, "
+            f"{receipt.vectors} vectors, {receipt.derived} generated memories"
+            + (f"; threads emptied: {', '.join(receipt.threads)}" if receipt.threads else "")
+            + ("" if receipt.scrubbed else "; the deleted text is not yet overwritten on disk (retried later)")
+        )
+        if not receipt.messages:
+            print(f"sgmem: nothing matched in scope {args.scope!r}", file=sys.stderr)
+            return 1
     return 0
 
 
@@ -184,15 +455,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         from .eval.locomo import load_locomo
 
         default = MIN_RELEVANCE.get(embedder.name, 0.0)
-        sweep = sweep_cutoffs(
-            load_locomo(args.file, args.limit), embedder, progress=lambda s: print(s, file=sys.stderr)
-        )
+        sweep = sweep_cutoffs(load_locomo(args.file, args.limit), embedder, progress=_notes(args))
         return _report_eval(args, embedder, render_cutoffs(sweep, default, Config().relative_relevance))
     if args.chat:
         from .eval.chat import evaluate_chat, render_chat
         from .eval.locomo import load_locomo
 
-        res = evaluate_chat(load_locomo(args.file, args.limit), embedder, progress=lambda s: print(s, file=sys.stderr))
+        res = evaluate_chat(load_locomo(args.file, args.limit), embedder, progress=_notes(args))
         return _report_eval(args, embedder, render_chat(res))
     if args.loo:
         report = _loo_report(args, embedder)
@@ -239,7 +508,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         limit=args.limit,
         budgets=tuple(args.budgets),
         relevance=DEFAULT_GRID if args.relevance else (),
-        progress=lambda s: print(s, file=sys.stderr),
+        progress=_notes(args),
     )
     return _report_eval(args, embedder, render_report(rep))
 
@@ -273,8 +542,7 @@ def _loo_report(args: argparse.Namespace, embedder: Any) -> str:
         render_loo,
     )
 
-    def progress(s: str) -> None:
-        print(s, file=sys.stderr, flush=True)
+    progress = _notes(args)
 
     convs = load_locomo(args.file, args.limit)
     parts = [f"LoCoMo leave-one-conversation-out — {args.file}: {len(convs)} conversations"]
@@ -344,7 +612,10 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .config import MODES
+
     p = argparse.ArgumentParser(prog="sgmem", description="Long-term memory for LLM agents (no server, no LLM needed).")
+    p.add_argument("--version", action="version", version=f"sgmem {__version__}", help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True)
 
     def with_path(sp: argparse.ArgumentParser, default: str | None = None) -> None:
@@ -358,39 +629,102 @@ def build_parser() -> argparse.ArgumentParser:
             help="a shared PostgreSQL store, postgresql://user@host/db (default $SGMEM_STORE); overrides --path",
         )
 
+    def with_scope(sp: argparse.ArgumentParser, what: str = "whose memory to use") -> None:
+        env = os.environ.get(SCOPE_ENV) or None
+        sp.add_argument("--scope", default=env, required=env is None, help=f"{what} (default ${SCOPE_ENV})")
+
+    def with_search(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--mode", default=None, choices=MODES, help="retrieval mode (default: the store's, hybrid)")
+        sp.add_argument(
+            "--min-score",
+            type=float,
+            default=None,
+            metavar="X",
+            help="leave out memories whose relevance (0..1) is below X; 0 keeps all "
+            "(default: the embedder's calibrated cutoff, 0.275 for MiniLM)",
+        )
+
     d = sub.add_parser("demo", help="ingest a bundled sample conversation and run searches")
     with_path(d, default=os.environ.get("SGMEM_PATH", ".sgmem-demo"))
-    d.add_argument("--k", type=int, default=3)
+    d.add_argument("--k", type=int, default=3, help="hits per search (3)")
     d.set_defaults(func=cmd_demo)
 
-    i = sub.add_parser("ingest", help="add messages from a JSON/JSONL file")
-    i.add_argument("file")
-    i.add_argument("--scope", required=True)
-    i.add_argument("--thread", default=None, help="thread for files without thread names")
+    i = sub.add_parser(
+        "ingest",
+        help="add messages from a JSON/JSONL file (messages already stored are skipped)",
+        description="Add messages from a file. A message keeps its own id; one without gets a hash of its "
+        "thread, position, role, speaker and text, so ingesting a file again stores nothing twice. An undated "
+        "message takes the date of the message before it in its thread, the first one --at or the file's "
+        "modification time.",
+    )
+    i.add_argument("file", help='a JSON list of messages, {thread: [messages]}, {"threads": [...]} or JSONL')
+    with_scope(i, "the scope to add to")
+    i.add_argument("--thread", default=None, help="thread for files without thread names (default 'default')")
+    i.add_argument(
+        "--at",
+        default=None,
+        metavar="ISO-8601",
+        help="date of a thread's first message when it has none (default: the file's modification time)",
+    )
+    i.add_argument("--quiet", "-q", action="store_true", help="no progress on the terminal")
     with_path(i)
     i.set_defaults(func=cmd_ingest)
 
     s = sub.add_parser("search", help="search a scope")
-    s.add_argument("query")
-    s.add_argument("--scope", required=True)
-    s.add_argument("--k", type=int, default=5)
-    s.add_argument("--mode", default=None)
+    s.add_argument("query", help="what to look for")
+    with_scope(s, "the scope to search")
+    s.add_argument("--k", type=int, default=5, help="how many hits (5)")
+    with_search(s)
     s.add_argument("--json", action="store_true", help="print hits as JSON")
     with_path(s)
     s.set_defaults(func=cmd_search)
 
     c = sub.add_parser("context", help="print the budgeted context block for a query")
-    c.add_argument("query")
-    c.add_argument("--scope", required=True)
-    c.add_argument("--budget", type=int, default=1000)
-    c.add_argument("--mode", default=None)
+    c.add_argument("query", help="the question or message the block is for")
+    with_scope(c, "the scope to recall from")
+    c.add_argument("--budget", type=int, default=1000, help="the most tokens (cl100k_base) the block may take (1000)")
+    with_search(c)
     with_path(c)
     c.set_defaults(func=cmd_context)
 
     st = sub.add_parser("stats", help="counts per scope")
-    st.add_argument("--scope", default=None)
+    st.add_argument(
+        "--scope", default=os.environ.get(SCOPE_ENV) or None, help=f"one scope (default ${SCOPE_ENV}, else all)"
+    )
     with_path(st)
     st.set_defaults(func=cmd_stats)
+
+    th = sub.add_parser("threads", help="list a scope's threads with their message counts and dates")
+    with_scope(th)
+    with_path(th)
+    th.set_defaults(func=cmd_threads)
+
+    ms = sub.add_parser("messages", help="list a scope's messages with ids and dates, or show some by id")
+    ms.add_argument("ids", nargs="*", metavar="ID", help="show these messages in full (default: list them all)")
+    with_scope(ms)
+    ms.add_argument("--thread", default=None, help="only this thread")
+    ms.add_argument("--limit", type=int, default=None, help="only the most recent N messages")
+    ms.add_argument("--json", action="store_true", help="print the messages as JSON")
+    with_path(ms)
+    ms.set_defaults(func=cmd_messages)
+
+    ex = sub.add_parser("export", help="write a scope's messages as JSONL that `sgmem ingest` reads back")
+    with_scope(ex, "the scope to export")
+    ex.add_argument("--thread", default=None, help="only this thread")
+    ex.add_argument("--out", "-o", default=None, metavar="FILE", help="write to FILE (default: stdout)")
+    with_path(ex)
+    ex.set_defaults(func=cmd_export)
+
+    fg = sub.add_parser(
+        "forget", help="delete messages by id, a thread, or a whole scope, with everything derived from them"
+    )
+    fg.add_argument("ids", nargs="*", metavar="ID", help="the message ids to delete")
+    with_scope(fg, "the scope to delete from")
+    fg.add_argument("--thread", default=None, help="delete this whole thread")
+    fg.add_argument("--all", action="store_true", help="delete the whole scope (asks first unless --yes)")
+    fg.add_argument("--yes", "-y", action="store_true", help="do not ask before deleting a whole scope")
+    with_path(fg)
+    fg.set_defaults(func=cmd_forget)
 
     e = sub.add_parser("eval", help="evaluate retrieval on a benchmark")
     esub = e.add_subparsers(dest="benchmark", required=True)
@@ -454,6 +788,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="link sentences by this rule (GraphConfig.knn_rule) and also run mode='graph'",
     )
+    lo.add_argument("--quiet", "-q", action="store_true", help="no progress lines on the terminal")
     lo.set_defaults(func=cmd_eval)
 
     cal = sub.add_parser("calibrate", help="calibrate the portable novelty gate's tau_noop on a corpus")
@@ -513,12 +848,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "store", None):
         args.path = args.store  # sgmem.Memory takes a directory or a postgresql:// URL
+    global _raw_err
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _SafeStream(out), _SafeStream(err)  # type: ignore[assignment]
+    _raw_err = err
     try:
         return _run(args)
     finally:
         sys.stdout, sys.stderr = out, err
+        _raw_err = None
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -15,6 +15,8 @@ from .errors import InvalidInputError
 
 __all__ = ["load_messages"]
 
+_NESTING = "JSON nested a few levels deep (messages in threads), not arrays or objects nested thousands deep"
+
 
 def load_messages(path: Path, thread: str | None) -> list[tuple[str, list[dict[str, Any]]]]:
     """Read messages from JSON or JSONL; returns (thread, messages) groups.
@@ -37,6 +39,8 @@ def load_messages(path: Path, thread: str | None) -> list[tuple[str, list[dict[s
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise InvalidInputError(f"{path}:{n}", line[:60], "one JSON object per line") from exc
+            except RecursionError:
+                raise InvalidInputError(f"{path}:{n}", line[:60], _NESTING) from None
             if not isinstance(row, dict):
                 raise InvalidInputError(f"{path}:{n}", row, "a JSON object (one message) per line")
             t = row.pop("thread", None) or thread or "default"
@@ -48,6 +52,8 @@ def load_messages(path: Path, thread: str | None) -> list[tuple[str, list[dict[s
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInputError(str(path), text[:60], "a JSON file") from exc
+    except RecursionError:  # Python's parser recurses once per level of nesting
+        raise InvalidInputError(str(path), text[:60], _NESTING) from None
     if isinstance(data, list):
         return [(thread or "default", data)]
     if isinstance(data, dict) and "threads" in data:

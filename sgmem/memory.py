@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 import weakref
@@ -41,9 +42,10 @@ from .store.paths import resolve_store_path
 from .store.pgsql import redact
 from .store.postgres import PostgresStore, is_postgres_target, is_url, server_dense
 from .store.sqlite import SQLiteStore
+from .text.lexical import as_written
 from .text.tokens import count_tokens
 from .threads import ThreadMethods
-from .types import AddResult, Hit, Message
+from .types import AddResult, Hit, Message, RecallTrace
 from .validate import (
     check_embedder_identity,
     check_int,
@@ -57,6 +59,8 @@ from .validate import (
 from .write import commit_add, prepare_add, replace_messages
 
 __all__ = ["Memory"]
+
+log = logging.getLogger(__name__)
 
 
 def _close_quietly(store: Any) -> None:
@@ -523,6 +527,31 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         with self._lock:
             return self._store.message_details(ids)
 
+    @staticmethod
+    def _turn_hit(
+        idx: ScopeIndex, rk: Ranked, details: dict[int, dict[str, Any]], rel: dict[int, float], query: str
+    ) -> Hit | None:
+        """The :class:`Hit` of one ranked turn or chunk (``None`` when its messages were deleted meanwhile);
+        its ``why["matched"]`` holds the query's words as the user wrote them, not their stems."""
+        ds = [details[idx.msg_ids[r]] for r in rk.rows if idx.msg_ids[r] in details]
+        if not ds:
+            return None
+        why = rk.why
+        if why.get("matched"):
+            why = {**why, "matched": as_written(query, list(why["matched"]))}
+        text = ds[0]["content"] if len(ds) == 1 else "\n".join(f"{d['speaker']}: {d['content']}" for d in ds)
+        return Hit(
+            text=text,
+            score=rk.score,
+            kind=rk.kind,
+            message_ids=tuple(d["ext_id"] for d in ds),
+            thread=ds[0]["thread"],
+            at=ds[0]["at"],
+            why=why,
+            speaker=ds[0]["speaker"],
+            relevance=max((float(rel[r]) for r in rk.rows), default=0.0),
+        )
+
     def search(
         self,
         query: str,
@@ -568,6 +597,7 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         Returns:
             Hits, best first (per kind); empty when the scope holds nothing relevant.
         """
+        t0 = time.perf_counter()
         kind_list = check_kinds(kinds)
         floor = check_score(min_score, "min_score", self.min_relevance)
         if kind_list is not None and "chunk" not in kind_list:
@@ -579,26 +609,14 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         if min_score is None:
             floor = self._default_floor(rel.values(), floor)
         details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
-        hits = []
+        hits: list[Hit] = []
+        cut: list[Hit] = []
         for rk in ranked:
-            ds = [details[idx.msg_ids[r]] for r in rk.rows if idx.msg_ids[r] in details]
-            relevance = max((float(rel[r]) for r in rk.rows), default=0.0)
-            if not ds or relevance < floor:
-                continue
-            text = ds[0]["content"] if len(ds) == 1 else "\n".join(f"{d['speaker']}: {d['content']}" for d in ds)
-            hits.append(
-                Hit(
-                    text=text,
-                    score=rk.score,
-                    kind=rk.kind,
-                    message_ids=tuple(d["ext_id"] for d in ds),
-                    thread=ds[0]["thread"],
-                    at=ds[0]["at"],
-                    why=rk.why,
-                    speaker=ds[0]["speaker"],
-                    relevance=relevance,
-                )
-            )
+            hit = self._turn_hit(idx, rk, details, rel, query)
+            if hit is not None:
+                (hits if hit.relevance >= floor else cut).append(hit)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("search %s", _describe(query, scope, hits, cut, floor, time.perf_counter() - t0))
         if kind_list:
             hits += self._derived.hits(
                 idx.scope_id,
@@ -695,6 +713,33 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
             min_score=min_score,
         )[0]
 
+    def context_trace(
+        self,
+        query: str,
+        *,
+        scope: str,
+        budget_tokens: int = 2000,
+        mode: str | None = None,
+        exclude_message_ids: Iterable[str] | None = None,
+        min_score: float | None = None,
+    ) -> RecallTrace:
+        """:meth:`context` with what it recalled: the block, the hits with their ``why``, what the cutoff removed.
+
+        Takes the same arguments and returns the same block (``.text``); the
+        adapters keep the last one as ``last_recall``.
+        """
+        trace: dict[str, Any] = {}
+        text, ids = self._context_with_ids(
+            query,
+            scope=scope,
+            budget_tokens=budget_tokens,
+            mode=mode,
+            exclude_message_ids=exclude_message_ids,
+            min_score=min_score,
+            trace=trace,
+        )
+        return RecallTrace(query=query, scope=scope, text=text, message_ids=tuple(ids), **trace)
+
     def _context_with_ids(
         self,
         query: str,
@@ -705,21 +750,37 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         exclude_message_ids: Iterable[str] | None = None,
         with_generated: bool = True,
         min_score: float | None = None,
+        trace: dict[str, Any] | None = None,
     ) -> tuple[str, list[str]]:
         """:meth:`context` plus the ids of the messages that made it in.
 
         The ids of turns in the block come first; with ``with_generated``, the
         source messages of the facts, summaries and insights in it follow.
+        ``trace``, when given, receives :class:`RecallTrace`'s ``hits``, ``cut``,
+        ``cutoff`` and ``ms`` (also computed when the DEBUG log is on).
         """
+        t0 = time.perf_counter()
         budget_tokens = check_int(budget_tokens, "budget_tokens", 1)
         floor = check_score(min_score, "min_score", self.min_relevance)
         k = min(self.config.limits.max_k, max(10, budget_tokens // 12))
         ranked, idx, q = self._ranked(query, scope, k, mode, None, None, None, exclude_message_ids)
+        tracing = trace is not None or log.isEnabledFor(logging.DEBUG)
         if idx is None or q is None or not ranked:
+            if tracing:
+                ms = (time.perf_counter() - t0) * 1e3
+                if trace is not None:
+                    trace.update(cutoff=floor, ms=ms)
+                why = "the scope holds no memories" if idx is None else "nothing ranked"
+                log.debug("context scope=%r query=%r: %s (%.1f ms)", scope, query, why, ms)
             return "", []
         rel = self._hit_relevance(idx, q, ranked)
         if min_score is None:
             floor = self._default_floor(rel.values(), floor)
+        if tracing:
+            all_details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
+            found = [h for h in (self._turn_hit(idx, rk, all_details, rel, query) for rk in ranked) if h is not None]
+            kept = tuple(h for h in found if h.relevance >= floor)
+            cut = tuple(h for h in found if h.relevance < floor)
         rows: list[int] = []
         for rk in ranked:
             for r in rk.rows:
@@ -740,4 +801,31 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         ids = [details[c.key]["ext_id"] for c in chosen]
         if with_generated:
             ids += [m for m in dict.fromkeys(m for i in picked for m in i.message_ids) if m not in ids]
+        if tracing:
+            ms = (time.perf_counter() - t0) * 1e3
+            if trace is not None:
+                trace.update(hits=kept, cut=cut, cutoff=floor, ms=ms)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug(
+                    "context %s; block of %d tokens holds %s:\n%s",
+                    _describe(query, scope, kept, cut, floor, ms / 1e3),
+                    count_tokens(text),
+                    ", ".join(ids) or "nothing",
+                    text,
+                )
         return text, ids
+
+
+def _describe(query: str, scope: str, hits: Sequence[Hit], cut: Sequence[Hit], floor: float, seconds: float) -> str:
+    """One recall for the DEBUG log: the query, each hit with its relevance and ``why``, what the cutoff removed."""
+    lines = [
+        f"scope={scope!r} query={query!r}: {len(hits)} hits, {len(cut)} cut below relevance {floor:.3f} "
+        f"({seconds * 1e3:.1f} ms)"
+    ]
+    for tag, group in (("hit", hits), ("cut", cut)):
+        for h in group:
+            lines.append(
+                f"  {tag} {','.join(h.message_ids)} relevance {h.relevance:.3f} score {h.score:.3f} "
+                f"{h.speaker}: {h.text[:80]!r} why {h.why}"
+            )
+    return "\n".join(lines)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-__all__ = ["AddResult", "DeleteReceipt", "Hit", "MemoryVersion", "Message", "ScopeStats", "Stats"]
+__all__ = ["AddResult", "DeleteReceipt", "Hit", "MemoryVersion", "Message", "RecallTrace", "ScopeStats", "Stats"]
 
 
 @dataclass(frozen=True)
@@ -247,3 +247,30 @@ class Stats:
     def sentences(self) -> int:
         """Sentences over the scopes reported."""
         return sum(s.sentences for s in self.scopes)
+
+
+@dataclass(frozen=True)
+class RecallTrace:
+    """What one :meth:`sgmem.Memory.context_trace` recalled, and why: the trace adapters keep as ``last_recall``.
+
+    Attributes:
+        query: the text memories were recalled for.
+        scope: whose memories were read.
+        text: the context block (``""`` when nothing relevant was found).
+        message_ids: the messages whose text is in the block, in its order.
+        hits: the memories that passed the relevance cutoff, best first, each
+            with its :attr:`Hit.relevance` and :attr:`Hit.why` (some may not
+            fit the token budget: ``message_ids`` says which did).
+        cut: the memories ranked but left out by the relevance cutoff.
+        cutoff: the relevance below which a memory was cut.
+        ms: milliseconds the recall took.
+    """
+
+    query: str
+    scope: str
+    text: str
+    message_ids: tuple[str, ...] = ()
+    hits: tuple[Hit, ...] = ()
+    cut: tuple[Hit, ...] = ()
+    cutoff: float = 0.0
+    ms: float = 0.0

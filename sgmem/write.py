@@ -13,6 +13,7 @@ index by what a committed add wrote, so the next read needs no rebuild.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from concurrent.futures import Future
@@ -38,6 +39,8 @@ from .retrieval.knn import KnnUpdate, knn_update, list_owners, repair_lists
 from .store.sqlite import SQLiteStore
 from .types import AddResult, DeleteReceipt
 from .validate import check_name, check_names, check_time, normalise_messages
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "AppliedAdd",
@@ -458,7 +461,7 @@ def finish_add(mem: Any, p: PreparedAdd, a: AppliedAdd | None, replaced: DeleteR
     t_end = time.perf_counter()
     t_graph = a.t_graph if a is not None else p.t_emb
     d_plan = p.d_plan
-    return AddResult(
+    res = AddResult(
         message_ids=tuple(p.ext_ids),
         messages=len(a.msg_ids) if a is not None else 0,
         sentences=len(a.sent_ids) if a is not None else 0,
@@ -477,6 +480,18 @@ def finish_add(mem: Any, p: PreparedAdd, a: AppliedAdd | None, replaced: DeleteR
         **mem._derived.result(d_plan, a.d_applied if a is not None else None, p.kw_plan),
         replaced=replaced,
     )
+    log.debug(
+        "add scope=%r thread=%r: %d messages, %d sentences, %d edges, %d texts embedded in %.1f ms%s",
+        p.scope,
+        p.thread,
+        res.messages,
+        res.sentences,
+        res.edges,
+        res.embedded,
+        res.timings_ms["total"],
+        f" (replaced {replaced.messages} messages)" if replaced is not None else "",
+    )
+    return res
 
 
 class ThreadChanged(SgmemError):

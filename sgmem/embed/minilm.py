@@ -12,8 +12,10 @@ Both 2 and 3 record the same name, so either opens the same store.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +24,8 @@ import numpy as np
 from ..errors import DependencyError
 
 __all__ = ["DEFAULT_MODEL_NAME", "SentenceTransformerEmbedder", "default_embedder"]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 _DEFAULT_DIM = 384
@@ -104,7 +108,10 @@ class SentenceTransformerEmbedder:
                     hf_logging.disable_progress_bar()
                 # a local copy (the bundled one) is complete: never ask a hub. Passed to this load only;
                 # HF_HUB_OFFLINE in os.environ would switch the host application's own hub use off too
+                t0 = time.perf_counter()
+                log.debug("loading embedding model %s on %s", self._source, self._device)
                 self._model = SentenceTransformer(self._source, device=self._device, local_files_only=self._offline)
+                log.debug("loaded embedding model %s in %.0f ms", self._source, (time.perf_counter() - t0) * 1000)
                 got = _dimension(self._model)
                 if self.dim and got != self.dim:
                     raise DependencyError(f"model {self._source!r} has dimension {got}, expected {self.dim}")

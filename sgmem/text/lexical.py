@@ -81,6 +81,27 @@ def stem_terms(words: list[str]) -> list[str]:
     return list(_stemmer().stemWords(words))
 
 
+def as_written(text: str, terms: list[str]) -> list[str]:
+    """The words of ``text`` whose :func:`analyze` term is in ``terms``, as written there, in its order.
+
+    Shows a user which of their words matched ("Alice", "managing") rather than the stems ("alic",
+    "manag"); a term no word of ``text`` gives is kept as it is.
+    """
+    wanted = set(terms)
+    out: dict[str, None] = {}
+    found: set[str] = set()
+    for word in _WORD.findall(text):
+        low = word.lower().replace("’", "'")
+        bare = low[:-2] if low.endswith("'s") else low
+        if not bare or bare in STOPWORDS:
+            continue
+        stem = stem_terms([bare])[0]
+        if stem in wanted:
+            out.setdefault(word[: len(bare)], None)
+            found.add(stem)
+    return list(out) + [t for t in terms if t not in found]
+
+
 def analyze(text: str) -> list[str]:
     """Content terms of ``text``: tokenised, stopwords dropped, stemmed.
 

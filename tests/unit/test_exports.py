@@ -38,6 +38,7 @@ SGMEM_ALL = [
     "Message",
     "NotFoundError",
     "PyramidConfig",
+    "RecallTrace",
     "SchemaVersionError",
     "ScopeStats",
     "SentenceTransformerEmbedder",

@@ -52,8 +52,9 @@ test_server.__test__ = False  # type: ignore[attr-defined]  # not a test, despit
 class McpClient:
     """One server process and one initialised session; ``call`` blocks until the tool's result."""
 
-    def __init__(self, params: StdioServerParameters, timeout_s: float = 600.0) -> None:
+    def __init__(self, params: StdioServerParameters, timeout_s: float = 600.0, errlog: Path | None = None) -> None:
         self.timeout_s = timeout_s
+        self._errlog = errlog  # where the server's stderr goes (default: nowhere)
         self._loop = asyncio.new_event_loop()
         self._ready: Future[Any] = Future()
         self._stop: asyncio.Event | None = None
@@ -68,7 +69,8 @@ class McpClient:
     async def _main(self, params: StdioServerParameters) -> None:
         self._stop = asyncio.Event()
         try:
-            with open(os.devnull, "w") as devnull:  # the server's log (stderr) is not the test's output
+            # the server's log (stderr) is not the test's output
+            with open(self._errlog or os.devnull, "w") as devnull:
                 async with stdio_client(params, errlog=devnull) as (read, write), ClientSession(read, write) as s:
                     self.session = s
                     self._ready.set_result(await s.initialize())
@@ -116,12 +118,15 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def http_server(path: str, scope: str) -> Iterator[str]:
-    """The test server on the streamable HTTP transport; yields its URL (``http://127.0.0.1:PORT/mcp``)."""
+def http_server(path: str, scope: str, *extra: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """The test server on the streamable HTTP transport; yields its URL (``http://127.0.0.1:PORT/mcp``).
+
+    ``extra``: more options of the test server (``--host``, ``--allow-host``); ``env``: its environment's additions.
+    """
     port = _free_port()
-    params = test_server(path, scope)
+    params = test_server(path, scope, env)
     proc = subprocess.Popen(
-        [params.command, *params.args, "--transport", "streamable-http", "--port", str(port)],
+        [params.command, *params.args, "--transport", "streamable-http", "--port", str(port), *extra],
         env=params.env,
         cwd=params.cwd,
         stdin=subprocess.DEVNULL,

@@ -15,7 +15,7 @@ import sys
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import sgmem  # noqa: E402
-from sgmem.mcp import SCOPE_ENV, serve  # noqa: E402
+from sgmem.mcp import SCOPE_ENV, TOKEN_ENV, serve  # noqa: E402
 from tests.unit.helpers import HashEmbedder  # noqa: E402
 
 EMBEDDER = {"name": "fake-hash", "dim": 8}
@@ -27,11 +27,21 @@ def main() -> int:
     p.add_argument("--scope", default=os.environ.get(SCOPE_ENV))
     p.add_argument("--transport", default="stdio")
     p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--allow-host", action="append", default=[])
     p.add_argument("--read-only", action="store_true")
     args = p.parse_args()
     embedder = HashEmbedder(**EMBEDDER)
     with sgmem.Memory(args.path, embedder=embedder, preload=True, read_only=args.read_only) as mem:  # type: ignore[arg-type]
-        serve(mem, args.scope, transport=args.transport, port=args.port)
+        serve(
+            mem,
+            args.scope,
+            transport=args.transport,
+            host=args.host,
+            port=args.port,
+            allow_hosts=args.allow_host,
+            token=os.environ.get(TOKEN_ENV),
+        )
     return 0
 
 
