@@ -265,6 +265,10 @@ def cmd_eval_longmemeval(args: argparse.Namespace) -> int:
             path=str(args.file),
         )
         parts.append(render_longmemeval(rep))
+        if len(protocols) > 1 and protocol != protocols[-1]:
+            print(parts[-1], file=sys.stderr)  # a long run shows each protocol's figures as they are done
+            if args.cache:
+                embedder.save()
     return _report_eval(args, embedder, "\n".join(parts))
 
 
