@@ -46,6 +46,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", default=str(HERE / "out" / "cache"), help="embedding cache directory")
     p.add_argument("--locomo", default=None, help="LoCoMo JSON file (default ../shared/data/locomo/locomo-dev.json)")
     p.add_argument("--limit", type=int, default=None, help="LoCoMo: only the first N conversations")
+    p.add_argument(
+        "--longmemeval",
+        default=None,
+        help="LongMemEval file (default ../shared/data/longmemeval/longmemeval_s_dev.json.gz)",
+    )
+    p.add_argument(
+        "--lme-per-type", type=int, default=6, help="longmemeval: questions of each type (a stratified subset, seed 0)"
+    )
     p.add_argument("--max-questions", type=int, default=None, help="LoCoMo: only the first N questions each")
     p.add_argument(
         "--workers",
