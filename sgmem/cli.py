@@ -530,7 +530,7 @@ def cmd_eval_longmemeval(args: argparse.Namespace) -> int:
             questions,
             protocol=protocol,
             embedder=embedder,
-            progress=lambda s: print(s, file=sys.stderr),
+            progress=_notes(args),
             path=str(args.file),
         )
         parts.append(render_longmemeval(rep))
@@ -834,6 +834,7 @@ def build_parser() -> argparse.ArgumentParser:
     lme.add_argument("--limit", type=int, default=None, help="only the first N questions")
     lme.add_argument("--cache", default=None, help="directory for an embedding cache (faster re-runs)")
     lme.add_argument("--out", default=None, help="also write the Markdown report here")
+    lme.add_argument("--quiet", "-q", action="store_true", help="no progress lines on the terminal")
     lme.set_defaults(func=cmd_eval_longmemeval)
 
     cal = sub.add_parser("calibrate", help="calibrate the portable novelty gate's tau_noop on a corpus")
