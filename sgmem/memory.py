@@ -35,9 +35,17 @@ from .records import RecordMethods
 from .retrieval.dense import relevance_of_rows
 from .retrieval.index import ScopeIndex, load_scope_index
 from .retrieval.refresh import refresh_index
-from .retrieval.search import Ranked, Retriever, act_weights, allowed_mask, exchange_relevance
+from .retrieval.search import (
+    Ranked,
+    Retriever,
+    act_weights,
+    allowed_mask,
+    exchange_relevance,
+    questions_answered,
+)
 from .store.paths import resolve_store_path
 from .store.pgsql import redact
+from .text.acts import ActClassifier
 from .store.postgres import PostgresStore, is_postgres_target, is_url, server_dense
 from .store.sqlite import SQLiteStore
 from .text.tokens import count_tokens
@@ -135,6 +143,9 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         self.config = config or Config()
         self._config_given = self.config  # before "auto" settings are resolved for this host (sgmem.saved)
         self.embedder: Embedder = embedder or default_embedder()
+        # the dialogue acts are read by word rules in context (sgmem.text.acts); an ActClassifier here would read
+        # them from the sentence vectors instead (measured in benchmarks/RESULTS.md, not yet the default)
+        self._act_model: ActClassifier | None = None
         if self.config.dense_device is not None:  # before the store opens: a bad device changes nothing
             from .retrieval.device import check_device, resolve_device
 
@@ -340,7 +351,9 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
                     self._indexes.put(scope_id, idx)  # re-counts its bytes
                     return idx
             if idx is None or idx.generation != gen:
-                idx = load_scope_index(self._store, scope_id, int(self.embedder.dim), self._cache_dir)
+                idx = load_scope_index(
+                    self._store, scope_id, int(self.embedder.dim), self._cache_dir, self._act_model
+                )
                 self._indexes.put(scope_id, idx)
             return idx
 
@@ -723,6 +736,11 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
             for r in rk.rows:
                 if r not in rows and rel[r] >= floor:
                     rows.append(r)
+        with self._lock:
+            asked = questions_answered(idx, rows)
+        if asked:  # a reply comes with the question it answers ("How old is your son?" — "12.")
+            rows = [x for r in rows for x in ((r, asked[r]) if r in asked else (r,))]
+            rows = list(dict.fromkeys(rows))
         details = self._details([idx.msg_ids[r] for r in rows])
         cands = []
         with self._lock:  # digest_turn reads FAISS storage that a concurrent add may reallocate

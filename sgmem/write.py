@@ -285,7 +285,7 @@ def apply_add(mem: Any, conn: Any, p: PreparedAdd, scope_id: int) -> AppliedAdd:
     gen_before = store.generation(scope_id)
     idx = mem._indexes.get(scope_id)
     if idx is None or idx.generation != gen_before:
-        idx = load_scope_index(store, scope_id, int(mem.embedder.dim), mem._cache_dir)
+        idx = load_scope_index(store, scope_id, int(mem.embedder.dim), mem._cache_dir, mem._act_model)
     new_sent_vecs = p.sent_vecs if p.sent_vecs is not None else _stacked(prep, idx.dim)
     g = mem.config.graph
     ann = ensure_ann(idx, g)

@@ -20,10 +20,14 @@ from .index import ScopeIndex, _rows_of
 __all__ = ["load_scope_index"]
 
 
-def load_scope_index(store: SQLiteStore, scope_id: int, dim: int, cache_dir: Path | None) -> ScopeIndex:
-    """Build a scope's index from SQLite, reusing valid FAISS files in ``cache_dir``."""
+def load_scope_index(
+    store: SQLiteStore, scope_id: int, dim: int, cache_dir: Path | None, act_model: Any = None
+) -> ScopeIndex:
+    """Build a scope's index from SQLite, reusing valid FAISS files in ``cache_dir`` (``act_model``: the
+    :class:`sgmem.text.acts.ActClassifier` that reads its dialogue acts; None: word rules)."""
     with store.read() as conn:
         idx = ScopeIndex(scope_id=scope_id, dim=dim, generation=store.generation(scope_id), store=store)
+        idx.act_model = act_model
         cur = conn.execute(
             "SELECT id, ext_id, thread, session, round_id, at_ts, tokens, COALESCE(name, role), terms "
             "FROM messages WHERE scope_id = ? ORDER BY id",

@@ -43,7 +43,7 @@ from .index import ScopeIndex, idf
 from .server import server_candidates, server_finds
 from .topk import top_k
 
-__all__ = ["Ranked", "Retriever", "act_weights", "exchange_relevance", "turn_relevance"]
+__all__ = ["Ranked", "Retriever", "act_weights", "exchange_relevance", "questions_answered", "turn_relevance"]
 
 #: [D] a hybrid query cuts its scan into this many parts per scan thread. A pool thread that finishes its
 #: part takes the next unclaimed one, so the part left for the calling thread (which first computes the
@@ -737,6 +737,22 @@ def act_weights(idx: ScopeIndex, rows: Iterable[int], h: Any, q: np.ndarray) -> 
         best = float(w.max())
         if best != 1.0:
             out[r] = best
+    return out
+
+
+def questions_answered(idx: ScopeIndex, rows: Iterable[int]) -> dict[int, int]:
+    """For each turn of ``rows`` that replies to a question (the previous turn of its thread, by another
+    speaker, asks one), that question's turn row: a reply such as "12." means nothing without it."""
+    out: dict[int, int] = {}
+    rows = list(rows)
+    if not rows or not idx.n_sentences:
+        return out
+    acts = idx.sentence_acts()
+    prev, first, spk = idx.array("prev_row"), idx.array("turn_first"), idx.array("speakers")
+    for r in rows:
+        p = int(prev[r])
+        if p >= 0 and spk[p] != spk[r] and (acts[int(first[p]) : int(first[p + 1])] == QUESTION).any():
+            out[r] = p
     return out
 
 
