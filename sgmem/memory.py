@@ -45,9 +45,9 @@ from .retrieval.search import (
 )
 from .store.paths import resolve_store_path
 from .store.pgsql import redact
-from .text.acts import ActClassifier
 from .store.postgres import PostgresStore, is_postgres_target, is_url, server_dense
 from .store.sqlite import SQLiteStore
+from .text.acts import ActClassifier
 from .text.tokens import count_tokens
 from .threads import ThreadMethods
 from .types import AddResult, Hit, Message
@@ -351,9 +351,7 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
                     self._indexes.put(scope_id, idx)  # re-counts its bytes
                     return idx
             if idx is None or idx.generation != gen:
-                idx = load_scope_index(
-                    self._store, scope_id, int(self.embedder.dim), self._cache_dir, self._act_model
-                )
+                idx = load_scope_index(self._store, scope_id, int(self.embedder.dim), self._cache_dir, self._act_model)
                 self._indexes.put(scope_id, idx)
             return idx
 
