@@ -409,6 +409,13 @@ class HybridConfig:
             ``non_answer_weight`` 0.2: 0.2 and 1 measured alike there (the
             echo replies are rarely ranked); it keeps "I'm not sure." out of
             contexts (its relevance is weighted the same way).
+        tool_weight: [D] the same for a tool's message (role ``"tool"``: a
+            tool call's output). It repeats what the tool was given or found —
+            a recall tool returns the memories themselves — and is never new
+            evidence about the user, so it weighs under what was said: 0.5
+            keeps a stored recall output, a verbatim copy of the fact, below
+            the fact, and a tool's output still ranks where nothing else holds
+            its words. (LoCoMo holds no tool messages: not measured there.)
     """
 
     w_sentence: float = 1.0
@@ -432,6 +439,7 @@ class HybridConfig:
     echo_weight: float = 0.25
     non_answer_weight: float = 0.2
     reply_weight: float = 0.5
+    tool_weight: float = 0.5
 
     def __post_init__(self) -> None:
         for f in fields(self):

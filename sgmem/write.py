@@ -603,6 +603,7 @@ def extend_index(
             m.name or m.role,
             frozenset(m.terms.split()),
             m.vec,
+            m.role == "tool",
         )
     idx.append_sentences(
         [(sid, msg_ids[s.msg], s.idx, s.text) for sid, s in zip(sent_ids, prep.sentences, strict=True)],

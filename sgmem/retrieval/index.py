@@ -132,6 +132,7 @@ class ScopeIndex:
         self._tokens = Grow(np.int32)
         self._prev = Grow(np.int32)
         self._next = Grow(np.int32)
+        self._tool = Grow(np.int8)  # 1: a tool's message (role "tool": a tool call's output)
         self._term_ptr = Grow(np.int64, np.zeros(1, dtype=np.int64))
         self._term_ids = Grow(np.int32)
         self._vocab: dict[str, int] = {}
@@ -453,6 +454,7 @@ class ScopeIndex:
                     "tokens": self._tokens,
                     "prev_row": self._prev,
                     "next_row": self._next,
+                    "tool": self._tool,
                     "sent_ids": self._sent_ids,
                     "sent_msg": self._sent_msg,
                     "sent_idx": self._sent_idx,
@@ -494,6 +496,7 @@ class ScopeIndex:
             self._tokens,
             self._prev,
             self._next,
+            self._tool,
             self._term_ptr,
             self._term_ids,
             self._sent_ids,
@@ -534,9 +537,10 @@ class ScopeIndex:
         speaker: str,
         terms: Iterable[str],
         vec: np.ndarray,
+        tool: bool = False,
     ) -> int:
         row = self.n_turns
-        self._append_turn_columns(message_id, ext_id, thread, session, round_id, at_ts, tokens, speaker, terms)
+        self._append_turn_columns(message_id, ext_id, thread, session, round_id, at_ts, tokens, speaker, terms, tool)
         # ``vec`` (the turn vector, stored in SQLite) is not held: it is derived from the sentence vectors
         self._postings.maybe_merge(self._term_ptr.view(), self._term_ids.view(), len(self._words))
         self._changed()
@@ -553,6 +557,7 @@ class ScopeIndex:
         tokens: int,
         speaker: str,
         terms: Iterable[str],
+        tool: bool = False,
     ) -> None:
         self._msg_ids.append(message_id)
         self.ext_ids.append(ext_id)
@@ -565,6 +570,7 @@ class ScopeIndex:
         self._tokens.append(tokens)
         self._prev.append(-1)
         self._next.append(-1)
+        self._tool.append(1 if tool else 0)
         vocab = self._vocab
         for t in terms:
             tid = vocab.get(t)

@@ -117,15 +117,60 @@ def test_a_fragment_is_an_answer_only_in_a_reply(sentence: str, alone: str, in_r
 def test_the_act_rules_take_linear_time_on_long_runs(run: str) -> None:
     # A regex anchored at the end of a long run of whitespace or ")" rescans the run from every start: 20k
     # characters took ~1 s and 200k minutes. Linear rules cost ~10x more for 10x the input; the bound of 40x
-    # leaves room for a loaded machine and still fails a quadratic rule (~100x).
+    # leaves room for a loaded machine and still fails a quadratic rule (~100x). Timings under 5 ms are
+    # noise (allocation, cache), so the small input counts as at least that.
     def cost(n: int) -> float:
         text = "a" + run * (n // len(run)) + "b"
         best = float("inf")
-        for _ in range(3):
+        for _ in range(5):
             t0 = time.perf_counter()
             acts_of([text, text + "?", text + ")"])
             best = min(best, time.perf_counter() - t0)
         return best
 
     small, large = cost(20_000), cost(200_000)
-    assert large < 40 * max(small, 1e-4), f"20k: {small:.4f} s, 200k: {large:.4f} s"
+    assert large < 40 * max(small, 5e-3), f"20k: {small:.4f} s, 200k: {large:.4f} s"
+
+
+TURN_MODES = ["hybrid", "graph", "bm25", "pyramid", "sgrm"]
+
+
+@pytest.mark.parametrize("mode", TURN_MODES)
+def test_a_stored_recall_output_never_outranks_the_fact(embedder: sgmem.Embedder, mode: str) -> None:
+    # an agent's recall tool returned the fact, and the tool's output was stored with the rest of the turn
+    with sgmem.Memory(embedder=embedder) as mem:
+        mem.add([{"role": "user", "content": "I work as a nurse in Lyon."}], scope="u", thread="t1", at=DAY)
+        mem.add(
+            [
+                {"role": "user", "content": "Remind me, what do you know?"},
+                {"role": "assistant", "content": '[tool call: recall {"query": "user job"}]'},
+                {"role": "tool", "name": "recall", "content": "I work as a nurse in Lyon."},
+                {"role": "assistant", "content": "You told me a few things."},
+            ],
+            scope="u",
+            thread="t2",
+            at="2024-04-01T10:00:00Z",
+        )
+        for query in ("Where do I work?", "Am I a nurse in Lyon?", "nurse Lyon"):
+            hits = mem.search(query, scope="u", k=5, mode=mode, min_score=0)
+            assert hits[0].speaker == "user" and hits[0].text == "I work as a nurse in Lyon.", (query, hits)
+            tool = [h for h in hits if h.speaker == "recall"]
+            assert all(h.relevance < hits[0].relevance for h in tool)
+
+
+@pytest.mark.parametrize("mode", TURN_MODES[:-1])  # (sgrm returns chunks of several turns)
+def test_filler_never_ranks_first_in_any_mode(embedder: sgmem.Embedder, mode: str) -> None:
+    with sgmem.Memory(embedder=embedder) as mem:
+        mem.add(
+            [
+                {"role": "user", "content": "Thanks! Great!"},
+                {"role": "user", "content": "Great news, I got the job at the bank, thanks to your tips."},
+                {"role": "assistant", "content": "Thanks! Great!"},
+            ],
+            scope="u",
+            thread="t",
+            at=DAY,
+        )
+        hits = mem.search("Thanks, great!", scope="u", k=5, mode=mode, min_score=0)
+        assert hits and hits[0].text.startswith("Great news"), [h.text for h in hits]
+        assert [h.relevance for h in hits if h.text == "Thanks! Great!"] == [0.0] * (len(hits) - 1)
