@@ -43,6 +43,7 @@ PARTS: dict[str, str] = {
     "cv": "benchmarks.cv",
     "quality": "benchmarks.quality",
     "chat": "benchmarks.chat",
+    "acts": "benchmarks.acts",
     "speed": "benchmarks.speed",
     "knn": "benchmarks.knn_recall",
     "write": "benchmarks.write_cost",
