@@ -629,7 +629,9 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         share = self.config.relative_relevance
         return min(floor, share * best) if share and floor and best >= floor else floor
 
-    def _hit_relevance(self, idx: ScopeIndex, q: np.ndarray, ranked: list[Ranked]) -> dict[int, float]:
+    def _hit_relevance(
+        self, idx: ScopeIndex, q: np.ndarray, ranked: list[Ranked], lifted: set[int] | None = None
+    ) -> dict[int, float]:
         """:attr:`Hit.relevance` of every turn row of ``ranked``: the one a mode read off its own exact scan
         (:attr:`Ranked.relevance`), else computed for those rows (:meth:`_relevance`)."""
         known = {rk.rows[0]: rk.relevance for rk in ranked if rk.relevance is not None and len(rk.rows) == 1}
@@ -640,6 +642,8 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
             # a reply read as its exchange ("What's the dog's name?" — "Pepper."), then times the turn's
             # dialogue-act weight: "Thanks!" is relevant to no query, an echo of the query hardly
             for r, v in exchange_relevance(idx, q, known).items():
+                if v > known[r] and lifted is not None:
+                    lifted.add(r)  # found through its question: it reads as the exchange
                 known[r] = max(known[r], v)
             for r, w in act_weights(idx, known, self.config.hybrid, q).items():
                 known[r] *= w
@@ -726,7 +730,8 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         ranked, idx, q = self._ranked(query, scope, k, mode, None, None, None, exclude_message_ids)
         if idx is None or q is None or not ranked:
             return "", []
-        rel = self._hit_relevance(idx, q, ranked)
+        lifted: set[int] = set()
+        rel = self._hit_relevance(idx, q, ranked, lifted)
         if min_score is None:
             floor = self._default_floor(rel.values(), floor)
         rows: list[int] = []
@@ -735,8 +740,8 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
                 if r not in rows and rel[r] >= floor:
                     rows.append(r)
         with self._lock:
-            asked = questions_answered(idx, rows)
-        if asked:  # a reply comes with the question it answers ("How old is your son?" — "12.")
+            asked = questions_answered(idx, [r for r in rows if r in lifted])
+        if asked:  # a reply found through its question comes with it ("How old is your son?" — "12.")
             rows = [x for r in rows for x in ((r, asked[r]) if r in asked else (r,))]
             rows = list(dict.fromkeys(rows))
         details = self._details([idx.msg_ids[r] for r in rows])

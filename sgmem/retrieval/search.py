@@ -718,8 +718,9 @@ class _Acts:
 
 
 #: the modes whose own scores know nothing of dialogue acts: their hits are weighed by them afterwards
-#: (the hybrid weighs every channel itself; ``vector`` is the plain dense baseline)
-ACT_MODES = frozenset({"graph", "bm25", "pyramid", "entity", "sgrm"})
+#: (the hybrid weighs every channel itself; ``vector`` and ``bm25`` are the plain dense and lexical baselines
+#: that every evaluation compares against, and stay so)
+ACT_MODES = frozenset({"graph", "pyramid", "entity", "sgrm"})
 
 
 def _by_act(idx: ScopeIndex, ranked: list[Ranked], h: Any, q: np.ndarray) -> list[Ranked]:
