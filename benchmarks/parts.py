@@ -44,6 +44,7 @@ PARTS: dict[str, str] = {
     "quality": "benchmarks.quality",
     "chat": "benchmarks.chat",
     "longmemeval": "benchmarks.longmemeval",
+    "acts": "benchmarks.acts",
     "speed": "benchmarks.speed",
     "knn": "benchmarks.knn_recall",
     "write": "benchmarks.write_cost",

@@ -36,12 +36,20 @@ from .records import RecordMethods
 from .retrieval.dense import relevance_of_rows
 from .retrieval.index import ScopeIndex, load_scope_index
 from .retrieval.refresh import refresh_index
-from .retrieval.search import Ranked, Retriever, act_weights, allowed_mask, exchange_relevance
+from .retrieval.search import (
+    Ranked,
+    Retriever,
+    act_weights,
+    allowed_mask,
+    exchange_relevance,
+    questions_answered,
+)
 from .store.forks import guard_at_fork
 from .store.paths import resolve_store_path
 from .store.pgsql import redact
 from .store.postgres import PostgresStore, is_postgres_target, is_url, server_dense
 from .store.sqlite import SQLiteStore
+from .text.acts import ActClassifier
 from .text.lexical import as_written
 from .text.tokens import count_tokens
 from .threads import ThreadMethods
@@ -140,6 +148,9 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         self.config = config or Config()
         self._config_given = self.config  # before "auto" settings are resolved for this host (sgmem.saved)
         self.embedder: Embedder = embedder or default_embedder()
+        # the dialogue acts are read by word rules in context (sgmem.text.acts); an ActClassifier here would read
+        # them from the sentence vectors instead (measured in benchmarks/RESULTS.md, not yet the default)
+        self._act_model: ActClassifier | None = None
         if self.config.dense_device is not None:  # before the store opens: a bad device changes nothing
             from .retrieval.device import check_device, resolve_device
 
@@ -346,7 +357,7 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
                     self._indexes.put(scope_id, idx)  # re-counts its bytes
                     return idx
             if idx is None or idx.generation != gen:
-                idx = load_scope_index(self._store, scope_id, int(self.embedder.dim), self._cache_dir)
+                idx = load_scope_index(self._store, scope_id, int(self.embedder.dim), self._cache_dir, self._act_model)
                 self._indexes.put(scope_id, idx)
             return idx
 
@@ -638,7 +649,9 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
         share = self.config.relative_relevance
         return min(floor, share * best) if share and floor and best >= floor else floor
 
-    def _hit_relevance(self, idx: ScopeIndex, q: np.ndarray, ranked: list[Ranked]) -> dict[int, float]:
+    def _hit_relevance(
+        self, idx: ScopeIndex, q: np.ndarray, ranked: list[Ranked], lifted: set[int] | None = None
+    ) -> dict[int, float]:
         """:attr:`Hit.relevance` of every turn row of ``ranked``: the one a mode read off its own exact scan
         (:attr:`Ranked.relevance`), else computed for those rows (:meth:`_relevance`)."""
         known = {rk.rows[0]: rk.relevance for rk in ranked if rk.relevance is not None and len(rk.rows) == 1}
@@ -649,6 +662,8 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
             # a reply read as its exchange ("What's the dog's name?" — "Pepper."), then times the turn's
             # dialogue-act weight: "Thanks!" is relevant to no query, an echo of the query hardly
             for r, v in exchange_relevance(idx, q, known).items():
+                if v > known[r] and lifted is not None:
+                    lifted.add(r)  # found through its question: it reads as the exchange
                 known[r] = max(known[r], v)
             for r, w in act_weights(idx, known, self.config.hybrid, q).items():
                 known[r] *= w
@@ -773,7 +788,8 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
                 why = "the scope holds no memories" if idx is None else "nothing ranked"
                 log.debug("context scope=%r query=%r: %s (%.1f ms)", scope, query, why, ms)
             return "", []
-        rel = self._hit_relevance(idx, q, ranked)
+        lifted: set[int] = set()
+        rel = self._hit_relevance(idx, q, ranked, lifted)
         if min_score is None:
             floor = self._default_floor(rel.values(), floor)
         if tracing:
@@ -786,6 +802,11 @@ class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
             for r in rk.rows:
                 if r not in rows and rel[r] >= floor:
                     rows.append(r)
+        with self._lock:
+            asked = questions_answered(idx, [r for r in rows if r in lifted])
+        if asked:  # a reply found through its question comes with it ("How old is your son?" — "12.")
+            rows = [x for r in rows for x in ((r, asked[r]) if r in asked else (r,))]
+            rows = list(dict.fromkeys(rows))
         details = self._details([idx.msg_ids[r] for r in rows])
         cands = []
         with self._lock:  # digest_turn reads FAISS storage that a concurrent add may reallocate

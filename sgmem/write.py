@@ -288,7 +288,7 @@ def apply_add(mem: Any, conn: Any, p: PreparedAdd, scope_id: int) -> AppliedAdd:
     gen_before = store.generation(scope_id)
     idx = mem._indexes.get(scope_id)
     if idx is None or idx.generation != gen_before:
-        idx = load_scope_index(store, scope_id, int(mem.embedder.dim), mem._cache_dir)
+        idx = load_scope_index(store, scope_id, int(mem.embedder.dim), mem._cache_dir, mem._act_model)
     new_sent_vecs = p.sent_vecs if p.sent_vecs is not None else _stacked(prep, idx.dim)
     g = mem.config.graph
     ann = ensure_ann(idx, g)
@@ -618,6 +618,7 @@ def extend_index(
             m.name or m.role,
             frozenset(m.terms.split()),
             m.vec,
+            m.role == "tool",
         )
     idx.append_sentences(
         [(sid, msg_ids[s.msg], s.idx, s.text) for sid, s in zip(sent_ids, prep.sentences, strict=True)],

@@ -50,6 +50,7 @@ __all__ = [
     "ECHO_REPLY",
     "ChatResult",
     "chat_conversation",
+    "choose_left_out",
     "evaluate_chat",
     "render_chat",
     "rrf",
@@ -214,22 +215,35 @@ def evaluate_chat(
                 if progress:
                     progress(f"{cond}: {conv.sample_id} measured")
         values[cond] = vals
+    chosen = choose_left_out(values, settings, ids, conditions)
+    return ChatResult(k, [dict(s) for s in settings], values, chosen, ids, filler_why)
+
+
+def choose_left_out(
+    values: Mapping[str, Mapping[str, Mapping[str, Sequence[float]]]],
+    settings: Sequence[Mapping[str, Any]],
+    ids: Sequence[str],
+    conditions: Sequence[str],
+) -> dict[str, dict[str, Any]]:
+    """For each conversation, the setting with the best mean recall over the *other* conversations
+    (``values[condition][label][conversation]``: per-question recall), in the :data:`CHOOSE_BY` conditions;
+    ties go to the earlier setting (the defaults first). With one conversation, the first setting."""
     chosen: dict[str, dict[str, Any]] = {}
+    by = [c for c in conditions if c in CHOOSE_BY or not set(CHOOSE_BY) & set(conditions)]
     for held in ids:
         best: dict[str, Any] = dict(settings[0])
         best_score = -np.inf
         if len(ids) < 2:
             chosen[held] = best
             continue
-        for s in settings:  # ties: the earlier setting (the defaults first)
+        for s in settings:
             score = statistics.fmean(
-                statistics.fmean([v for c in ids if c != held for v in values[cond][_label(s)][c]])
-                for cond in (c for c in conditions if c in CHOOSE_BY or not set(CHOOSE_BY) & set(conditions))
+                statistics.fmean([v for c in ids if c != held for v in values[cond][_label(s)][c]]) for cond in by
             )
             if score > best_score + 1e-12:
                 best, best_score = dict(s), score
         chosen[held] = best
-    return ChatResult(k, [dict(s) for s in settings], values, chosen, ids, filler_why)
+    return chosen
 
 
 class _Memo:

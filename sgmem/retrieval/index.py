@@ -132,6 +132,7 @@ class ScopeIndex:
         self._tokens = Grow(np.int32)
         self._prev = Grow(np.int32)
         self._next = Grow(np.int32)
+        self._tool = Grow(np.int8)  # 1: a tool's message (role "tool": a tool call's output)
         self._term_ptr = Grow(np.int64, np.zeros(1, dtype=np.int64))
         self._term_ids = Grow(np.int32)
         self._vocab: dict[str, int] = {}
@@ -152,6 +153,8 @@ class ScopeIndex:
         self._vec_view: tuple[tuple[int, int], np.ndarray] | None = None
         # sentence ids and their dialogue acts, classified lazily (sentence_acts)
         self._acts: tuple[np.ndarray, np.ndarray] = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int8))
+        #: decides the acts by meaning (:class:`sgmem.text.acts.ActClassifier`); None: word rules
+        self.act_model: Any = None
 
     # ---------------------------------------------------------------- views
     @property
@@ -283,26 +286,55 @@ class ScopeIndex:
         if self._store is None:
             new = np.zeros(n - m, dtype=np.int8)
         else:
-            from ..text.acts import acts_of
-
-            new = acts_of(self.sentence_texts(range(m, n)))
+            new = self._classify(acts[:m], self.sentence_texts(range(m, n)), self.sentence_vectors()[m:n])
         acts = np.concatenate([acts[:m], new])
         acts.flags.writeable = False
         self._acts = (sids[:n].copy(), acts)  # one assignment: a concurrent reader sees the old or the new pair
         return acts
 
-    def _extend_acts(self, rows: list[tuple[int, int, int, str]]) -> None:
+    def _extend_acts(self, rows: list[tuple[int, int, int, str]], vecs: np.ndarray) -> None:
         """Classify appended sentences now when their texts came with them (the write path) and every earlier
         row is classified: the next query then reads no texts back (see :meth:`sentence_acts`)."""
         ids, acts = self._acts
         n_before = self.n_sentences - len(rows)
-        if not rows or len(acts) != n_before or not all(r[3] for r in rows):
+        if not rows or len(acts) != n_before or not all(r[3] for r in rows) or len(vecs) != len(rows):
             return
-        from ..text.acts import acts_of
+        from ..text.acts import FRAGMENT
 
-        new = np.concatenate([acts, acts_of([r[3] for r in rows])])
+        got = self._classify(acts, [r[3] for r in rows], vecs, raw_only=True)
+        if (got == FRAGMENT).any():  # read in context once the add has linked its turns (the next query)
+            return
+        new = np.concatenate([acts, got])
         new.flags.writeable = False
         self._acts = (self._sent_ids.view()[: self.n_sentences].copy(), new)
+
+    def _classify(self, before: np.ndarray, texts: list[str], vecs: np.ndarray, raw_only: bool = False) -> np.ndarray:
+        """The acts of the sentence rows after ``before`` (the acts of every earlier row), in context: a reply
+        fragment ("12.", "Yes, I am.") is a statement when its turn replies to a question (the previous turn of
+        its thread, by another speaker, asks one), else filler (:func:`sgmem.text.acts.in_context`)."""
+        from ..text.acts import FRAGMENT, QUESTION, in_context, raw_acts
+
+        if self.act_model is not None:
+            raw = self.act_model.classify(texts, vecs)
+        else:
+            raw = raw_acts(texts)
+        if raw_only:
+            return raw
+        m = len(before)
+        frag = np.flatnonzero(raw == FRAGMENT)
+        replies = np.zeros(len(raw), dtype=bool)
+        if frag.size:
+            owner = self._sent_msg.view()
+            prev, spk = self._prev.view(), self._speakers.codes()
+            known = np.concatenate([before, raw])
+            for i in frag.tolist():
+                t = int(owner[m + i])
+                p = int(prev[t])
+                if p < 0 or spk[p] == spk[t]:
+                    continue
+                lo, hi = np.searchsorted(owner, p, side="left"), np.searchsorted(owner, p, side="right")
+                replies[i] = bool((known[lo:hi] == QUESTION).any())
+        return in_context(raw, texts, replies)
 
     def term_rows(self, term: str) -> np.ndarray | None:
         tid = self._vocab.get(term)
@@ -422,6 +454,7 @@ class ScopeIndex:
                     "tokens": self._tokens,
                     "prev_row": self._prev,
                     "next_row": self._next,
+                    "tool": self._tool,
                     "sent_ids": self._sent_ids,
                     "sent_msg": self._sent_msg,
                     "sent_idx": self._sent_idx,
@@ -463,6 +496,7 @@ class ScopeIndex:
             self._tokens,
             self._prev,
             self._next,
+            self._tool,
             self._term_ptr,
             self._term_ids,
             self._sent_ids,
@@ -503,9 +537,10 @@ class ScopeIndex:
         speaker: str,
         terms: Iterable[str],
         vec: np.ndarray,
+        tool: bool = False,
     ) -> int:
         row = self.n_turns
-        self._append_turn_columns(message_id, ext_id, thread, session, round_id, at_ts, tokens, speaker, terms)
+        self._append_turn_columns(message_id, ext_id, thread, session, round_id, at_ts, tokens, speaker, terms, tool)
         # ``vec`` (the turn vector, stored in SQLite) is not held: it is derived from the sentence vectors
         self._postings.maybe_merge(self._term_ptr.view(), self._term_ids.view(), len(self._words))
         self._changed()
@@ -522,6 +557,7 @@ class ScopeIndex:
         tokens: int,
         speaker: str,
         terms: Iterable[str],
+        tool: bool = False,
     ) -> None:
         self._msg_ids.append(message_id)
         self.ext_ids.append(ext_id)
@@ -534,6 +570,7 @@ class ScopeIndex:
         self._tokens.append(tokens)
         self._prev.append(-1)
         self._next.append(-1)
+        self._tool.append(1 if tool else 0)
         vocab = self._vocab
         for t in terms:
             tid = vocab.get(t)
@@ -567,7 +604,7 @@ class ScopeIndex:
             self._sent_idx.extend([r[2] for r in rows])
         self.adjacency.grow(self.n_sentences)
         self.knn.grow(self.n_sentences)
-        self._extend_acts(rows)
+        self._extend_acts(rows, vecs)
         if linked:
             if self.ann is None or self.ann.storage() is not self.sent_index:
                 raise RuntimeError(

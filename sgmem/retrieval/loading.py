@@ -20,19 +20,23 @@ from .index import ScopeIndex, _rows_of
 __all__ = ["load_scope_index"]
 
 
-def load_scope_index(store: SQLiteStore, scope_id: int, dim: int, cache_dir: Path | None) -> ScopeIndex:
-    """Build a scope's index from SQLite, reusing valid FAISS files in ``cache_dir``."""
+def load_scope_index(
+    store: SQLiteStore, scope_id: int, dim: int, cache_dir: Path | None, act_model: Any = None
+) -> ScopeIndex:
+    """Build a scope's index from SQLite, reusing valid FAISS files in ``cache_dir`` (``act_model``: the
+    :class:`sgmem.text.acts.ActClassifier` that reads its dialogue acts; None: word rules)."""
     with store.read() as conn:
         idx = ScopeIndex(scope_id=scope_id, dim=dim, generation=store.generation(scope_id), store=store)
+        idx.act_model = act_model
         cur = conn.execute(
-            "SELECT id, ext_id, thread, session, round_id, at_ts, tokens, COALESCE(name, role), terms "
+            "SELECT id, ext_id, thread, session, round_id, at_ts, tokens, COALESCE(name, role), terms, role "
             "FROM messages WHERE scope_id = ? ORDER BY id",
             (scope_id,),
         )
         while batch := cur.fetchmany(4096):
             for r in batch:
                 idx._append_turn_columns(
-                    int(r[0]), r[1], r[2], r[3], int(r[4]), float(r[5]), int(r[6]), r[7], r[8].split()
+                    int(r[0]), r[1], r[2], r[3], int(r[4]), float(r[5]), int(r[6]), r[7], r[8].split(), r[9] == "tool"
                 )
         idx._postings.rebuild(idx._term_ptr.view(), idx._term_ids.view(), len(idx._words))
         sents = np.array(

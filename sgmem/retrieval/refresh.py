@@ -43,7 +43,7 @@ def refresh_index(store: Any, idx: Any) -> bool:
             (sid, sid),
         ).fetchone()
         turns = conn.execute(
-            "SELECT id, ext_id, thread, session, round_id, at_ts, tokens, COALESCE(name, role), terms, vec "
+            "SELECT id, ext_id, thread, session, round_id, at_ts, tokens, COALESCE(name, role), terms, vec, role "
             "FROM messages WHERE scope_id = ? AND id > ? ORDER BY id",
             (sid, last_msg),
         ).fetchall()
@@ -86,7 +86,7 @@ def refresh_index(store: Any, idx: Any) -> bool:
     for r in turns:
         idx.append_turn(
             int(r[0]), r[1], r[2], r[3], int(r[4]), float(r[5]), int(r[6]), r[7], r[8].split(),
-            np.frombuffer(r[9], dtype=np.float32).reshape(1, dim),
+            np.frombuffer(r[9], dtype=np.float32).reshape(1, dim), r[10] == "tool",
         )  # fmt: skip
     if sents:
         vecs = np.frombuffer(b"".join(bytes(r[3]) for r in sents), dtype=np.float32).reshape(len(sents), dim)

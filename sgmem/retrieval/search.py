@@ -43,7 +43,7 @@ from .index import ScopeIndex, idf
 from .server import server_candidates, server_finds
 from .topk import top_k
 
-__all__ = ["Ranked", "Retriever", "act_weights", "exchange_relevance", "turn_relevance"]
+__all__ = ["Ranked", "Retriever", "act_weights", "exchange_relevance", "questions_answered", "turn_relevance"]
 
 #: [D] a hybrid query cuts its scan into this many parts per scan thread. A pool thread that finishes its
 #: part takes the next unclaimed one, so the part left for the calling thread (which first computes the
@@ -257,7 +257,10 @@ class Retriever:
                 idx, mode, q, query, units.turns_wanted(k, idx.n_turns), allowed, texts, tools, entities
             )
             return units.exchanges(turns, idx.array("round_ids"), k, allowed, Ranked)
-        return self._search(idx, mode, q, query, k, allowed, texts, tools, entities)
+        out = self._search(idx, mode, q, query, k, allowed, texts, tools, entities)
+        if mode in ACT_MODES:
+            out = _by_act(idx, out, self.config.hybrid, q)
+        return out
 
     def _search(
         self,
@@ -638,7 +641,8 @@ class _Acts:
     def __init__(self, idx: ScopeIndex, h: Any, cos: np.ndarray) -> None:
         self.idx = idx
         self.acts = idx.sentence_acts() if cos.size else np.zeros(0, dtype=np.int8)
-        self.active = bool(self.acts.size and self.acts.any())
+        tool = _tool_sentences(idx, h) if cos.size else None
+        self.active = bool(self.acts.size and (self.acts.any() or tool is not None))
         self.sent_w = np.ones(0, dtype=np.float32)  # (set below when any sentence is not a statement)
         self.turn_w = np.ones(0, dtype=np.float64)
         if self.active:
@@ -650,6 +654,8 @@ class _Acts:
             echo = (self.acts == QUESTION) & (cos >= h.echo_cosine)
             if echo.any():
                 self.sent_w[echo] = h.echo_weight
+            if tool is not None:  # a tool's output weighs under what was said (HybridConfig.tool_weight)
+                self.sent_w[tool] *= np.float32(h.tool_weight)
             self.turn_w = np.zeros(idx.n_turns, dtype=np.float64)
             starts = idx.array("sent_starts")
             content_w = np.where(self.acts == FILLER, np.float32(0.0), self.sent_w)
@@ -711,6 +717,40 @@ class _Acts:
         return out
 
 
+#: the modes whose own scores know nothing of dialogue acts: their hits are weighed by them afterwards
+#: (the hybrid weighs every channel itself; ``vector`` and ``bm25`` are the plain dense and lexical baselines
+#: that every evaluation compares against, and stay so)
+ACT_MODES = frozenset({"graph", "pyramid", "entity", "sgrm"})
+
+
+def _by_act(idx: ScopeIndex, ranked: list[Ranked], h: Any, q: np.ndarray) -> list[Ranked]:
+    """``ranked`` reordered by each hit's score times its best turn's act weight (:func:`act_weights`: 0 for
+    filler alone, less for a question, an echo of the query, a non-answer or a tool's output), so filler
+    comes after every hit with content in every mode. Scores below 0 are divided by the weight instead."""
+    rows = {r for rk in ranked for r in rk.rows}
+    w = act_weights(idx, rows, h, q) if rows else {}
+    if not w:
+        return ranked
+
+    def key(rk: Ranked) -> tuple[bool, float]:
+        weight = max(w.get(r, 1.0) for r in rk.rows) if rk.rows else 1.0
+        if weight <= 0:
+            return (False, rk.score)
+        return (True, rk.score * weight if rk.score >= 0 else rk.score / weight)
+
+    return sorted(ranked, key=key, reverse=True)
+
+
+def _tool_sentences(idx: ScopeIndex, h: Any) -> np.ndarray | None:
+    """The sentence rows of tool messages (a mask), or None when there are none or they weigh 1."""
+    if h.tool_weight == 1.0:
+        return None
+    tool = idx.array("tool")
+    if not tool.any():
+        return None
+    return tool[idx.array("sent_msg")].astype(bool)
+
+
 def act_weights(idx: ScopeIndex, rows: Iterable[int], h: Any, q: np.ndarray) -> dict[int, float]:
     """The dialogue-act weight of each turn of ``rows`` that is not 1, as the hybrid weighs it for the query
     vector ``q`` (``HybridConfig`` ``h``: the turn's best sentence weight, echoes of the query included; 0 for
@@ -719,7 +759,8 @@ def act_weights(idx: ScopeIndex, rows: Iterable[int], h: Any, q: np.ndarray) -> 
     if not rows or not idx.n_sentences:
         return {}
     acts = idx.sentence_acts()
-    if not acts.any():
+    tool = idx.array("tool")
+    if not acts.any() and not (h.tool_weight != 1.0 and tool.any()):
         return {}
     table = np.array([1.0, h.question_weight, h.non_answer_weight, 0.0])
     first = idx.array("turn_first")
@@ -734,9 +775,25 @@ def act_weights(idx: ScopeIndex, rows: Iterable[int], h: Any, q: np.ndarray) -> 
         if asks.size:  # echoes of the query (see _Acts)
             cos = score_rows(idx, q, lo + asks)
             w[asks[cos >= h.echo_cosine]] = h.echo_weight
-        best = float(w.max())
+        best = float(w.max()) * (h.tool_weight if tool[r] else 1.0)
         if best != 1.0:
             out[r] = best
+    return out
+
+
+def questions_answered(idx: ScopeIndex, rows: Iterable[int]) -> dict[int, int]:
+    """For each turn of ``rows`` that replies to a question (the previous turn of its thread, by another
+    speaker, asks one), that question's turn row: a reply such as "12." means nothing without it."""
+    out: dict[int, int] = {}
+    rows = list(rows)
+    if not rows or not idx.n_sentences:
+        return out
+    acts = idx.sentence_acts()
+    prev, first, spk = idx.array("prev_row"), idx.array("turn_first"), idx.array("speakers")
+    for r in rows:
+        p = int(prev[r])
+        if p >= 0 and spk[p] != spk[r] and (acts[int(first[p]) : int(first[p + 1])] == QUESTION).any():
+            out[r] = p
     return out
 
 
