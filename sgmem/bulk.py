@@ -84,7 +84,7 @@ def embed_length_sorted(
 def add_many(mem: Any, items: Any, scope: str, at: Any) -> list[Any]:
     """The body of :meth:`sgmem.Memory.add_many` (validate all, embed once, one transaction per item)."""
     mem._check_open()
-    scope = check_name(scope, "scope", mem.config.limits)
+    scope = check_name(scope, "scope", mem.config.limits, new=True)
     default_at = check_time(at, "at")
     pending = [segment_add(mem, m, scope, t, a or default_at) for t, m, a in split_items(items)]
     seen: set[str] = set()

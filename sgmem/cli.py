@@ -211,11 +211,11 @@ def _check_ingest(mem: Any, scope: str, groups: list[tuple[Any, Any]]) -> tuple[
     A stored id holding another message is an error.
     """
     limits = mem.config.limits
-    check_name(scope, "--scope", limits)
+    check_name(scope, "--scope", limits, new=True)
     now = datetime.now(timezone.utc)
     seen: set[str] = set()
     for thread, msgs in groups:
-        check_name(thread, "thread", limits)
+        check_name(thread, "thread", limits, new=True)
         ids = [m["id"] for m in normalise_messages(msgs, now, limits) if m["id"]]
         dup = seen.intersection(ids)
         if dup:

@@ -343,7 +343,7 @@ def main(args: argparse.Namespace) -> int:
     from .config import Limits
 
     check_name(scope, "--scope", Limits())
-    check_name(args.thread, "--thread", Limits())
+    check_name(args.thread, "--thread", Limits(), new=True)
     token = os.environ.get(TOKEN_ENV) or None
     if args.transport != "stdio":
         check_http(args.host, args.port, token)  # before the model loads

@@ -114,7 +114,7 @@ class ThreadMethods:
         """
         self._check_writable()
         limits = self.config.limits
-        scope, thread = check_name(scope, "scope", limits), check_name(thread, "thread", limits)
+        scope, thread = check_name(scope, "scope", limits, new=True), check_name(thread, "thread", limits, new=True)
         if isinstance(position, bool) or not isinstance(position, int):
             raise InvalidInputError("position", position, "an int (negative counts from the end)")
         new = _as_list(messages)
@@ -156,7 +156,7 @@ class ThreadMethods:
         """
         self._check_writable()
         limits = self.config.limits
-        scope, thread = check_name(scope, "scope", limits), check_name(thread, "thread", limits)
+        scope, thread = check_name(scope, "scope", limits, new=True), check_name(thread, "thread", limits, new=True)
         new = _as_list(messages)
         wanted = normalise_messages(new, datetime.now(timezone.utc), limits, allow_empty=True)
 

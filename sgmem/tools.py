@@ -143,8 +143,8 @@ class MemoryTools:
             raise InvalidInputError("memory", memory, "a sgmem.Memory", "Create one with sgmem.Memory('./memory').")
         self.memory = memory
         limits = memory.config.limits
-        self.thread = check_name(thread, "thread", limits)
-        self.speaker = check_name(speaker, "speaker", limits)
+        self.thread = check_name(thread, "thread", limits, new=True)
+        self.speaker = check_name(speaker, "speaker", limits, new=True)
         self.max_k = check_int(max_k, "max_k", 1, limits.max_k)
         self.k = check_int(k, "k", 1, self.max_k)
         self.max_budget_tokens = check_int(max_budget_tokens, "max_budget_tokens", 1)
@@ -161,7 +161,7 @@ class MemoryTools:
         """Store ``text`` as one note of ``scope``; returns its id, thread and time."""
         scope = self._scope(scope)
         text = check_text(text, "text", self.memory.config.limits.max_message_chars, "max_message_chars")
-        thread = self.thread if thread is None else check_name(thread, "thread", self.memory.config.limits)
+        thread = self.thread if thread is None else check_name(thread, "thread", self.memory.config.limits, new=True)
         res = self.memory.add(
             [{"role": "assistant", "name": self.speaker, "content": text}], scope=scope, thread=thread
         )

@@ -49,8 +49,13 @@ def _encodable(value: str, field: str) -> None:
         ) from None
 
 
-def check_name(value: Any, field: str, limits: Limits) -> str:
-    """A scope, thread or id: a non-empty string, stored verbatim."""
+def check_name(value: Any, field: str, limits: Limits, *, new: bool = False) -> str:
+    """A scope, thread or id: a non-empty string, stored verbatim.
+
+    ``new``: the name is being written (an add, an insert, a thread set anew): control characters and line breaks
+    are refused then. Reads and deletes take any name, so a store written before names were checked can still be
+    read and forgotten by the names it holds.
+    """
     if not isinstance(value, str):
         raise InvalidInputError(field, value, "a non-empty string")
     if not value.strip():
@@ -59,7 +64,7 @@ def check_name(value: Any, field: str, limits: Limits) -> str:
         raise LimitExceededError(field, len(value), limits.max_name_chars, "characters", "max_name_chars")
     if "\x00" in value:
         raise InvalidInputError(field, value, "a string without NUL characters")
-    control = next((c for c in value if unicodedata.category(c) in _CONTROL), None)
+    control = next((c for c in value if unicodedata.category(c) in _CONTROL), None) if new else None
     if control is not None:  # a line break in a thread name would start a line of its own in a context block
         raise InvalidInputError(
             field,
@@ -232,16 +237,16 @@ def normalise_messages(
         content = check_text(m.get("content"), f"{f}.content", limits.max_message_chars, "max_message_chars")
         name = m.get("name")
         if name is not None:
-            name = check_name(name, f"{f}.name", limits)
+            name = check_name(name, f"{f}.name", limits, new=True)
         mid = m.get("id")
         if mid is not None:
-            mid = check_name(mid, f"{f}.id", limits)
+            mid = check_name(mid, f"{f}.id", limits, new=True)
             if mid in seen_ids:
                 raise InvalidInputError(f"{f}.id", mid, "an id not used by another message of this add")
             seen_ids.add(mid)
         session = m.get("session")
         if session is not None:
-            session = check_name(session, f"{f}.session", limits)
+            session = check_name(session, f"{f}.session", limits, new=True)
         at = check_time(m.get("at"), f"{f}.at") or default_at
         metadata = m.get("metadata")
         if metadata is None:

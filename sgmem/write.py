@@ -149,8 +149,8 @@ def segment_add(
     """Validate and segment one add (nothing is read or written yet); :func:`plan_prepared` does the rest."""
     t0 = time.perf_counter()
     limits = mem.config.limits
-    scope = check_name(scope, "scope", limits)
-    thread = check_name(thread, "thread", limits)
+    scope = check_name(scope, "scope", limits, new=True)
+    thread = check_name(thread, "thread", limits, new=True)
     default_at = check_time(at, "at") or datetime.now(timezone.utc)
     msgs = normalise_messages(messages, default_at, limits, allow_empty=allow_empty)
     ext_ids = [m["id"] or f"msg_{uuid.uuid4().hex[:20]}" for m in msgs]
@@ -517,7 +517,7 @@ def replace_messages(
     """
     mem._check_open()
     limits = mem.config.limits
-    scope, thread = check_name(scope, "scope", limits), check_name(thread, "thread", limits)
+    scope, thread = check_name(scope, "scope", limits, new=True), check_name(thread, "thread", limits, new=True)
     ids = check_names(message_ids, "message_ids", limits)
     del_thread = thread if ids is None else None
     with mem._lock:

@@ -211,7 +211,8 @@ def test_cli_output_neutralises_control_sequences(
 ) -> None:
     evil = "My cat is Miso\x1b]0;pwned\x07 and\x1b[2J she \u202eevil\x9b1m naps."
     with sgmem.Memory(store_path, embedder=embedder) as mem:
-        mem.add([{"role": "user", "name": "Eve\x1b[31m", "content": evil}], scope="alice", thread="t\x1bx")
+        # names with control characters are refused when written (sgmem.validate.check_name); text keeps them
+        mem.add([{"role": "user", "name": "Eve", "content": evil}], scope="alice", thread="t\u202ex")
     for argv in (
         ["search", "What is my cat called?", "--scope", "alice", "--path", str(store_path)],
         ["context", "What is my cat called?", "--scope", "alice", "--path", str(store_path)],
