@@ -145,6 +145,9 @@ class GateView:
         self.base = state.vectors
         self.lock = lock if lock is not None else contextlib.nullcontext()
         self.extra: list[np.ndarray] = []
+        # ``extra`` as rows of one matrix, grown by doubling: stacking the list for every candidate made a
+        # plan of F new facts cost O(F²·d) in copies (a 200k-character message: thousands of facts)
+        self._extra_rows = np.zeros((0, state.dim), dtype=np.float32)
         self.patched: dict[int, np.ndarray] = {}
         self.sum_vec = state.sum_vec.copy()
         self.kappa = state.kappa
@@ -186,7 +189,7 @@ class GateView:
             base[r] = float(v @ c)
         if not self.extra:
             return base
-        return np.concatenate([base, np.stack(self.extra) @ c])
+        return np.concatenate([base, self._extra_rows[: len(self.extra)] @ c])
 
     def materialize(self) -> np.ndarray:
         """All fact vectors as one array (for a density refit)."""
@@ -196,13 +199,21 @@ class GateView:
         return np.concatenate([base, np.stack(self.extra)]) if self.extra else base
 
     def append(self, vec: np.ndarray) -> int:
-        self.extra.append(np.asarray(vec, dtype=np.float32))
+        v = np.asarray(vec, dtype=np.float32)
+        i = len(self.extra)
+        if i == len(self._extra_rows):
+            grown = np.zeros((max(16, 2 * i), self.dim), dtype=np.float32)
+            grown[:i] = self._extra_rows
+            self._extra_rows = grown
+        self._extra_rows[i] = v
+        self.extra.append(v)
         return self.n - 1
 
     def replace(self, row: int, vec: np.ndarray) -> np.ndarray:
         old = np.array(self.vector(row), dtype=np.float32)
         if row >= self.n_base:
             self.extra[row - self.n_base] = np.asarray(vec, dtype=np.float32)
+            self._extra_rows[row - self.n_base] = self.extra[row - self.n_base]
         else:
             self.patched[row] = np.asarray(vec, dtype=np.float32)
         return old

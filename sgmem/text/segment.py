@@ -29,9 +29,12 @@ _PROTECT = re.compile(
 # A masked span is replaced by letters of the same length, so offsets survive.
 _MASK_CHAR = "x"
 # pysbd's time grows faster than linearly with text length (200k chars: ~14 s in one
-# call); long text is fed to it in blocks cut after a sentence end (~0.5 s in total).
+# call); long text is fed to it in blocks cut where it splits anyway (~0.5 s in total): _blocks.
 _BLOCK_CHARS = 4000
-_BLOCK_END = re.compile(r"[.!?\n][\"')\]]*\s+")
+_PARAGRAPH_END = re.compile(r"\n[^\S\n]*\n\s*")
+_LINE_END = re.compile(r"\n\s*")
+# a sentence end after a word of letters alone ("over." not "e.g.", "3.", "Dr." or "x.io/a.") before a capital
+_WORD_END = re.compile(r"(?<![\w.@/-])(?P<word>[a-z]{2,})[.!?][\"')\]]*\s+(?=[\"'(]?[A-Z])")
 _SPACE = re.compile(r"\s")
 _local = threading.local()
 
@@ -342,19 +345,27 @@ def _mask(text: str) -> str:
 
 
 def _blocks(masked: str) -> list[str]:
-    """``masked`` cut into consecutive blocks of about ``_BLOCK_CHARS``.
+    """``masked`` cut into consecutive blocks of about ``_BLOCK_CHARS``, where pysbd splits anyway.
 
-    A cut falls after a sentence end when the window has one, else at white
-    space; a token is never cut (a long token makes a long block).
+    A cut falls, by preference, at a blank line (a paragraph end), at a line
+    break (every sentence ends at one: :func:`_split_newlines`), after a
+    plain word that ends a sentence before a capital ("... over. The"), else
+    at white space; a token is never cut (a long token makes a long block).
+    A cut after any period would lose pysbd's context: "Dr. | Smith" or a
+    list's "2. | Budget" came out as a sentence of their own.
     """
     blocks = []
     start = 0
+    floor = _BLOCK_CHARS // 4
     while len(masked) - start > _BLOCK_CHARS:
         window = masked[start : start + _BLOCK_CHARS]
-        ends = [m.end() for m in _BLOCK_END.finditer(window)]
-        if ends and ends[-1] > _BLOCK_CHARS // 4:
-            cut = start + ends[-1]
-        else:
+        cut = -1
+        for pattern in (_PARAGRAPH_END, _LINE_END, _WORD_END):
+            ends = [m.end() for m in pattern.finditer(window) if _plain_end(m)]
+            if ends and ends[-1] > floor:
+                cut = start + ends[-1]
+                break
+        if cut < 0:
             spaces = [m.end() for m in _SPACE.finditer(window)]
             if spaces:
                 cut = start + spaces[-1]
@@ -366,6 +377,19 @@ def _blocks(masked: str) -> list[str]:
     if start < len(masked):
         blocks.append(masked[start:])
     return blocks
+
+
+def _plain_end(m: re.Match[str]) -> bool:
+    """Whether a block may end at ``m``: always for a line break; after a word, unless pysbd knows it as an abbreviation."""
+    word = m.groupdict().get("word")
+    return word is None or word.lower() not in _abbreviations()
+
+
+@lru_cache(maxsize=1)
+def _abbreviations() -> frozenset[str]:
+    from pysbd.lang.english import English
+
+    return frozenset(a.strip().lower() for a in English.Abbreviation.ABBREVIATIONS)
 
 
 def sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
