@@ -21,7 +21,8 @@ HOW = (
     "fresh in-memory store with its sessions' dates; every system ranks that store's turns with `min_score=0`. "
     "Metrics as LongMemEval's retrieval code computes them, at turn level (`has_answer` turns) and session level. "
     "Nothing was tuned on LongMemEval: sgmem runs its shipped defaults (chosen on LoCoMo), so every figure here "
-    "is held out. Same code: `sgmem eval longmemeval FILE --protocol user|all --per-type N`."
+    "is held out. Ingest times leave out embedding when the vectors come from the embedding cache (`--cache`). "
+    "Same code: `sgmem eval longmemeval FILE --protocol user|all --per-type N`."
 )
 
 
