@@ -204,3 +204,31 @@ def test_without_the_extra_the_error_names_it() -> None:
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and 'pip install "sgmem[ui]"' in r.stderr
+
+
+def test_graph_page_draws_a_hits_links_and_lists_them(client: TestClient, mem: sgmem.Memory) -> None:
+    search = client.get("/search", params={"s": "alice", "q": QUESTION}).text
+    link = re.search(r'class="graph-link" href="([^"]+)"', search)
+    assert link is not None and "m=c1-1" in link.group(1)  # the best hit links to its sentence graph
+    r = client.get(link.group(1).replace("&amp;", "&"))
+    assert r.status_code == 200
+    html = r.text
+    assert "<svg" in html and "<script" not in html
+    expected = mem.neighbours("c1-1", scope="alice", limit=8)
+    rows = html.split('<tr class="link"')[1:]
+    assert len(rows) == len(expected) >= 3
+    assert {re.search(r'data-kind="([a-z ]+)"', row).group(1) for row in rows} == {  # type: ignore[union-attr]
+        "similarity",
+        "chronological",
+        "same turn",
+    }
+    chrono = next(x for x in expected if x.kind == "chronological")
+    assert chrono.text in text(html) and "c1-2" in html  # the next turn of the thread, drawn and listed
+    assert f"{expected[0].cosine:.2f}" in html  # a similarity edge is labelled with its cosine
+    assert "Rex" not in html  # another scope's sentence
+    assert r.headers["content-security-policy"].startswith("default-src 'none'")
+
+
+def test_graph_page_refuses_another_scopes_message(client: TestClient) -> None:
+    r = client.get("/graph", params={"s": "alice", "m": "b-1"})
+    assert r.status_code == 400 and "b-1" in r.text and "<svg" not in r.text
