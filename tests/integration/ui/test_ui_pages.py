@@ -181,16 +181,26 @@ def test_forgetting_a_scope_asks_for_its_name_first(tmp_path: Path, embedder: sg
 def test_stored_markup_is_shown_as_text(embedder: sgmem.Embedder) -> None:
     with sgmem.Memory(embedder=embedder) as mem:
         evil = 'My cat is <b>Miso</b><script>alert("x")</script> <img src=x onerror=alert(1)>.'
-        mem.add([{"role": "user", "content": evil, "id": "e-1"}], scope="eve", thread="<i>t</i>")
+        mem.add(
+            [
+                {"role": "user", "content": evil, "id": "e-1"},
+                {"role": "user", "content": "Miso <b>naps</b>.", "id": "e-2"},
+            ],
+            scope="eve",
+            thread="<i>t</i>",
+        )
         client = TestClient(create_app(mem, hosts=HOSTS), base_url=BASE)
         for r in (
             client.get("/thread", params={"s": "eve", "t": "<i>t</i>"}),
             client.get("/search", params={"s": "eve", "q": "cat", "min_score": "0"}),
             client.get("/scope", params={"s": "eve"}),
+            client.get("/graph", params={"s": "eve", "m": "e-1"}),
         ):
             assert r.status_code == 200
             assert "<script>" not in r.text and "<img" not in r.text and "<i>t</i>" not in r.text
         assert "&lt;script&gt;" in client.get("/thread", params={"s": "eve", "t": "<i>t</i>"}).text
+        graph = client.get("/graph", params={"s": "eve", "m": "e-1"}).text
+        assert "<svg" in graph and "Miso &lt;b&gt;naps&lt;/b&gt;." in graph and "<b>naps" not in graph
 
 
 def test_without_the_extra_the_error_names_it() -> None:
