@@ -36,7 +36,14 @@ def layout(links: Sequence[SentenceLink]) -> dict[str, Any]:
     boxes: list[dict[str, Any]] = []
     centre: dict[int, dict[str, Any]] = {}
     for i, p in enumerate(positions):
-        box = {"x": mid_x, "y": top + i * (BOX_H + GAP), "w": BOX_W, "h": BOX_H, "text": own[p], "kind": "own"}
+        box: dict[str, Any] = {
+            "x": mid_x,
+            "y": top + i * (BOX_H + GAP),
+            "w": BOX_W,
+            "h": BOX_H,
+            "text": own[p],
+            "kind": "own",
+        }
         centre[p] = box
         boxes.append(box)
     others: dict[tuple[str, str], dict[str, Any]] = {}
