@@ -46,7 +46,17 @@ from .errors import (
 from .gate.config import GateConfig
 from .llm import LLM
 from .memory import Memory
-from .types import AddResult, DeleteReceipt, Hit, MemoryVersion, Message, RecallTrace, ScopeStats, Stats
+from .types import (
+    AddResult,
+    DeleteReceipt,
+    Hit,
+    MemoryVersion,
+    Message,
+    RecallTrace,
+    ScopeStats,
+    SentenceLink,
+    Stats,
+)
 
 __all__ = [
     "LLM",
@@ -80,6 +90,7 @@ __all__ = [
     "RecallTrace",
     "SchemaVersionError",
     "ScopeStats",
+    "SentenceLink",
     "SentenceTransformerEmbedder",
     "SgmemError",
     "Stats",

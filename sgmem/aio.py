@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from .types import AddResult, DeleteReceipt, Hit, MemoryVersion, Message, RecallTrace, Stats
+from .types import AddResult, DeleteReceipt, Hit, MemoryVersion, Message, RecallTrace, SentenceLink, Stats
 
 __all__ = ["AsyncMethods"]
 
@@ -52,6 +52,10 @@ class AsyncMethods:
     async def aclear_thread(self: Any, *, scope: str, thread: str) -> list[Message]:
         """Async :meth:`clear_thread`."""
         return await asyncio.to_thread(self.clear_thread, scope=scope, thread=thread)
+
+    async def aneighbours(self: Any, message_id: str, *, scope: str, limit: int = 20) -> list[SentenceLink]:
+        """Async :meth:`neighbours`."""
+        return await asyncio.to_thread(self.neighbours, message_id, scope=scope, limit=limit)
 
     async def aadd_many(
         self: Any, items: Sequence[Any], *, scope: str, at: datetime | str | None = None

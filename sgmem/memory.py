@@ -31,6 +31,7 @@ from .entities.retrieve import EntityTools
 from .errors import ConfigError, InvalidInputError, SgmemError, StoreError
 from .gate.blas import single_thread_blas
 from .llm import LLM
+from .neighbours import NeighbourMethods
 from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords
 from .records import RecordMethods
 from .retrieval.dense import relevance_of_rows
@@ -77,7 +78,7 @@ def _close_quietly(store: Any) -> None:
         store.close()
 
 
-class Memory(RecordMethods, DeleteMethods, ThreadMethods, AsyncMethods):
+class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, AsyncMethods):
     """Long-term memory for LLM agents, embedded, with no server and no LLM needed.
 
     Args:

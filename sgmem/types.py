@@ -6,7 +6,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-__all__ = ["AddResult", "DeleteReceipt", "Hit", "MemoryVersion", "Message", "RecallTrace", "ScopeStats", "Stats"]
+__all__ = [
+    "AddResult",
+    "DeleteReceipt",
+    "Hit",
+    "MemoryVersion",
+    "Message",
+    "RecallTrace",
+    "ScopeStats",
+    "SentenceLink",
+    "Stats",
+]
 
 
 @dataclass(frozen=True)
@@ -274,3 +284,42 @@ class RecallTrace:
     cut: tuple[Hit, ...] = ()
     cutoff: float = 0.0
     ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class SentenceLink:
+    """One link of a message's sentence in the scope's sentence graph, as :meth:`sgmem.Memory.neighbours` returns it.
+
+    Attributes:
+        sentence: the text of the message's own sentence (the link's near end).
+        position: that sentence's place in the message (0 for the first).
+        kind: why the two sentences are linked: ``"similarity"`` (a kNN edge
+            of the sentence graph, ``GraphConfig.knn_k`` and ``knn_rule``; the
+            graph and hybrid modes expand along it), ``"chronological"`` (the
+            previous or next turn of the thread, SGRM's chain; the hybrid's
+            neighbour channel reads it) or ``"same turn"`` (the next sentence
+            of the same message).
+        direction: ``"previous"`` or ``"next"`` for a chronological link,
+            ``"next"`` for a same-turn one, ``None`` for similarity.
+        cosine: the cosine of the two sentence vectors (a similarity edge's
+            weight; given for every kind).
+        text: the linked sentence.
+        message_id: the id of the linked sentence's message.
+        thread, session, speaker, at: that message's thread, session, speaker
+            (name or role) and time.
+        same_session: whether the linked message is in the same session of
+            the same thread as the message asked about.
+    """
+
+    sentence: str
+    position: int
+    kind: str
+    direction: str | None
+    cosine: float
+    text: str
+    message_id: str
+    thread: str
+    session: str | None
+    speaker: str | None
+    at: datetime
+    same_session: bool

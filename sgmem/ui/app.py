@@ -3,7 +3,8 @@
 Read pages (always): the scopes with their counts, a scope's threads on a
 timeline, a thread's messages with each sentence's dialogue act, a search
 with every hit's relevance against the cutoff and its channels, the context
-block a model would receive, and a generated memory's versions. Write routes
+block a model would receive, a message's neighbourhood in the sentence
+graph, and a generated memory's versions. Write routes
 (forget a message, a thread or a scope) exist only in an app made with
 ``write=True``, and each needs the run's token.
 """
@@ -32,6 +33,7 @@ from ..config import MODES
 from ..text.acts import ACT_NAMES, act_of
 from ..text.segment import sentence_spans
 from ..text.tokens import count_tokens
+from .graph import layout
 from .guard import TOKEN_HEADER, HostOriginGuard, token_ok
 
 if TYPE_CHECKING:
@@ -229,6 +231,23 @@ def create_app(
         sources = {m.id: m for m in memory.get(scope=s, message_ids=[i for v in versions for i in v.message_ids])}
         return page(request, "memory.html", scope=s, memory_id=mid, versions=versions, sources=sources)
 
+    def graph_page(request: Request) -> Response:
+        s = scope_arg(request)
+        mid = request.query_params.get("m") or ""
+        if not mid:
+            raise _Refused(400, "no message given (?m=ID, an id from a search hit or a thread)")
+        links = memory.neighbours(mid, scope=s, limit=_int(request.query_params.get("limit"), "limit", 8))
+        found = memory.get(scope=s, message_ids=[mid])
+        return page(
+            request,
+            "graph.html",
+            scope=s,
+            message_id=mid,
+            message=found[0] if found else None,
+            links=links,
+            g=layout(links),
+        )
+
     routes: list[Any] = [
         Route("/", view(scopes_page)),
         Route("/scope", view(scope_page)),
@@ -236,6 +255,7 @@ def create_app(
         Route("/search", view(search_page)),
         Route("/context", view(context_page)),
         Route("/memory", view(memory_page)),
+        Route("/graph", view(graph_page)),
         Mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static"),
     ]
 

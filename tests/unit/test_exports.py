@@ -41,6 +41,7 @@ SGMEM_ALL = [
     "RecallTrace",
     "SchemaVersionError",
     "ScopeStats",
+    "SentenceLink",
     "SentenceTransformerEmbedder",
     "SgmemError",
     "Stats",

@@ -114,6 +114,13 @@ def test_search_explain_and_forget_in_a_browser(browser: Any, served: tuple[str,
     if os.environ.get("SGMEM_UI_SCREENSHOT"):
         shutil.copyfile(shot, os.environ["SGMEM_UI_SCREENSHOT"])
 
+    first.find_element(By.CSS_SELECTOR, "a.graph-link").click()  # the hit's neighbourhood, drawn
+    graph = browser.find_element(By.ID, "graph")
+    assert graph.size["width"] > 300 and graph.size["height"] > 100
+    assert "Thanks for telling me." in browser.find_element(By.ID, "links").text  # the next turn of the thread
+    browser.back()
+    first = browser.find_element(By.ID, "hit-1")
+
     first.find_element(By.CSS_SELECTOR, "a.thread-link").click()
     message = browser.find_element(By.ID, "m-c1-1")
     assert "focus" in message.get_attribute("class")

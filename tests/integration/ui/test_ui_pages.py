@@ -181,16 +181,26 @@ def test_forgetting_a_scope_asks_for_its_name_first(tmp_path: Path, embedder: sg
 def test_stored_markup_is_shown_as_text(embedder: sgmem.Embedder) -> None:
     with sgmem.Memory(embedder=embedder) as mem:
         evil = 'My cat is <b>Miso</b><script>alert("x")</script> <img src=x onerror=alert(1)>.'
-        mem.add([{"role": "user", "content": evil, "id": "e-1"}], scope="eve", thread="<i>t</i>")
+        mem.add(
+            [
+                {"role": "user", "content": evil, "id": "e-1"},
+                {"role": "user", "content": "Miso <b>naps</b>.", "id": "e-2"},
+            ],
+            scope="eve",
+            thread="<i>t</i>",
+        )
         client = TestClient(create_app(mem, hosts=HOSTS), base_url=BASE)
         for r in (
             client.get("/thread", params={"s": "eve", "t": "<i>t</i>"}),
             client.get("/search", params={"s": "eve", "q": "cat", "min_score": "0"}),
             client.get("/scope", params={"s": "eve"}),
+            client.get("/graph", params={"s": "eve", "m": "e-1"}),
         ):
             assert r.status_code == 200
             assert "<script>" not in r.text and "<img" not in r.text and "<i>t</i>" not in r.text
         assert "&lt;script&gt;" in client.get("/thread", params={"s": "eve", "t": "<i>t</i>"}).text
+        graph = client.get("/graph", params={"s": "eve", "m": "e-1"}).text
+        assert "<svg" in graph and "Miso &lt;b&gt;naps&lt;/b&gt;." in graph and "<b>naps" not in graph
 
 
 def test_without_the_extra_the_error_names_it() -> None:
@@ -204,3 +214,31 @@ def test_without_the_extra_the_error_names_it() -> None:
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and 'pip install "sgmem[ui]"' in r.stderr
+
+
+def test_graph_page_draws_a_hits_links_and_lists_them(client: TestClient, mem: sgmem.Memory) -> None:
+    search = client.get("/search", params={"s": "alice", "q": QUESTION}).text
+    link = re.search(r'class="graph-link" href="([^"]+)"', search)
+    assert link is not None and "m=c1-1" in link.group(1)  # the best hit links to its sentence graph
+    r = client.get(link.group(1).replace("&amp;", "&"))
+    assert r.status_code == 200
+    html = r.text
+    assert "<svg" in html and "<script" not in html
+    expected = mem.neighbours("c1-1", scope="alice", limit=8)
+    rows = html.split('<tr class="link"')[1:]
+    assert len(rows) == len(expected) >= 3
+    assert {re.search(r'data-kind="([a-z ]+)"', row).group(1) for row in rows} == {  # type: ignore[union-attr]
+        "similarity",
+        "chronological",
+        "same turn",
+    }
+    chrono = next(x for x in expected if x.kind == "chronological")
+    assert chrono.text in text(html) and "c1-2" in html  # the next turn of the thread, drawn and listed
+    assert f"{expected[0].cosine:.2f}" in html  # a similarity edge is labelled with its cosine
+    assert "Rex" not in html  # another scope's sentence
+    assert r.headers["content-security-policy"].startswith("default-src 'none'")
+
+
+def test_graph_page_refuses_another_scopes_message(client: TestClient) -> None:
+    r = client.get("/graph", params={"s": "alice", "m": "b-1"})
+    assert r.status_code == 400 and "b-1" in r.text and "<svg" not in r.text
