@@ -19,7 +19,18 @@ __all__ = ["SGMemRetriever", "hit_to_document"]
 
 #: what ``search_kwargs`` (and ``invoke(query, **kwargs)``) may set: :meth:`sgmem.Memory.search`'s
 #: arguments, plus LangChain's ``score_threshold`` (another name for ``min_score``)
-SEARCH_KEYS = ("k", "mode", "threads", "since", "until", "min_score", "score_threshold", "kinds", "exclude_message_ids")
+SEARCH_KEYS = (
+    "k",
+    "mode",
+    "threads",
+    "since",
+    "until",
+    "min_score",
+    "score_threshold",
+    "kinds",
+    "exclude_message_ids",
+    "now",
+)
 
 
 def hit_to_document(hit: Hit) -> Document:
@@ -74,6 +85,8 @@ class SGMemRetriever(BaseRetriever):
             docs[0].page_content          # 'I adopted a cat named Miso.'
             docs[0].metadata["thread"]    # 'chat-1'
             retriever.invoke("Where do I work?", k=1)   # k per call
+            # asked in a replayed chat: "last week" is the week before its time
+            retriever.invoke("Where did I hike last week?", now="2024-03-14T09:00:00Z")
             # LangChain's vector-store style works too:
             SGMemRetriever(memory=mem, scope="alice", search_kwargs={"k": 2, "score_threshold": 0.2})
             # or the embedder's calibrated cutoff: an unrelated question then gets []
@@ -97,7 +110,9 @@ class SGMemRetriever(BaseRetriever):
         search_kwargs: any of the above as a dict, as LangChain's
             ``as_retriever(search_kwargs=...)`` takes them (``k``, ``mode``,
             ``threads``, ``since``, ``until``, ``min_score``/``score_threshold``,
-            ``kinds``, ``exclude_message_ids``); they override the fields.
+            ``kinds``, ``exclude_message_ids``, ``now``: the moment of asking,
+            which "last week" in the query is relative to, the clock by default;
+            see :meth:`sgmem.Memory.search`); they override the fields.
             An unknown key (or field) is an error, never silently ignored.
     """
 

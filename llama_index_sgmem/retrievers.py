@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -11,7 +12,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 import sgmem
-from sgmem.validate import check_int, check_mode, check_score
+from sgmem.validate import check_int, check_mode, check_score, check_time
 
 from ._messages import check_key, check_memory
 
@@ -52,6 +53,10 @@ class SGMemRetriever(BaseRetriever):
         mode: ``"hybrid"``, ``"vector"``, ``"graph"`` or ``"bm25"`` (``None``:
             the store's default).
         threads: only search these threads (default: all of the scope).
+        now: the moment of asking, which "last week" or "three days ago" in
+            a query is relative to (see :meth:`sgmem.Memory.search`): give
+            the chat's time when retrieving for an older chat; ``None`` (the
+            default) reads the clock at each query.
         min_score: drop hits whose :attr:`sgmem.Hit.relevance` (in [0, 1],
             also in each node's ``metadata["relevance"]``) is below this.
             ``None`` (the default) returns the ``k`` best, as LlamaIndex's
@@ -72,6 +77,7 @@ class SGMemRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         similarity_top_k: int | None = None,
+        now: datetime | str | None = None,
     ) -> None:
         self._memory = check_memory(memory)
         self.scope = check_key(scope, "scope", memory)
@@ -87,6 +93,7 @@ class SGMemRetriever(BaseRetriever):
         self.threads = [check_key(t, "threads[]", memory) for t in threads] if threads is not None else None
         # no threshold asked for: the k best (LlamaIndex's retriever convention), not Config.min_relevance
         self.min_score = check_score(min_score, "min_score", 0.0)
+        self.now = check_time(now, "now")
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @property
@@ -106,6 +113,7 @@ class SGMemRetriever(BaseRetriever):
             "mode": self.mode,
             "threads": self.threads,
             "min_score": self.min_score,
+            "now": self.now,
         }
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

@@ -78,6 +78,7 @@ class AsyncMethods:
         mode: str | None = None,
         exclude_message_ids: Iterable[str] | None = None,
         min_score: float | None = None,
+        now: datetime | str | None = None,
     ) -> str:
         """Async :meth:`context`."""
         return await asyncio.to_thread(
@@ -88,6 +89,7 @@ class AsyncMethods:
             mode=mode,
             exclude_message_ids=exclude_message_ids,
             min_score=min_score,
+            now=now,
         )
 
     async def acontext_trace(
@@ -99,6 +101,7 @@ class AsyncMethods:
         mode: str | None = None,
         exclude_message_ids: Iterable[str] | None = None,
         min_score: float | None = None,
+        now: datetime | str | None = None,
     ) -> RecallTrace:
         """Async :meth:`context_trace`."""
         return await asyncio.to_thread(
@@ -109,6 +112,7 @@ class AsyncMethods:
             mode=mode,
             exclude_message_ids=exclude_message_ids,
             min_score=min_score,
+            now=now,
         )
 
     async def amessages(self: Any, *, scope: str, thread: str | None = None, limit: int | None = None) -> list[Message]:

@@ -289,7 +289,9 @@ def _nothing_found(mem: Any, scope: str, cut: Sequence[Any], min_score: float | 
 
 def cmd_search(args: argparse.Namespace) -> int:
     with _existing(args.path) as mem:
-        hits = mem.search(args.query, scope=args.scope, k=args.k, mode=args.mode, min_score=args.min_score)
+        hits = mem.search(
+            args.query, scope=args.scope, k=args.k, mode=args.mode, min_score=args.min_score, now=args.now
+        )
         if args.json:
             print(json.dumps([{**h.__dict__, "at": h.at.isoformat()} for h in hits], indent=2, ensure_ascii=False))
             return 0
@@ -297,7 +299,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             cut = (
                 []
                 if args.min_score == 0
-                else mem.search(args.query, scope=args.scope, k=args.k, mode=args.mode, min_score=0)
+                else mem.search(args.query, scope=args.scope, k=args.k, mode=args.mode, min_score=0, now=args.now)
             )
             print(_nothing_found(mem, args.scope, cut, args.min_score))
         for i, hit in enumerate(hits, 1):
@@ -308,7 +310,12 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_context(args: argparse.Namespace) -> int:
     with _existing(args.path) as mem:
         trace = mem.context_trace(
-            args.query, scope=args.scope, budget_tokens=args.budget, mode=args.mode, min_score=args.min_score
+            args.query,
+            scope=args.scope,
+            budget_tokens=args.budget,
+            mode=args.mode,
+            min_score=args.min_score,
+            now=args.now,
         )
         if trace.text:
             print(trace.text)
@@ -670,6 +677,13 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="X",
             help="leave out memories whose relevance (0..1) is below X; 0 keeps all "
             "(default: the embedder's calibrated cutoff, 0.275 for MiniLM)",
+        )
+        sp.add_argument(
+            "--now",
+            default=None,
+            metavar="WHEN",
+            help="the moment of asking, ISO-8601 (e.g. 2024-03-14T09:00:00Z): 'last week' or 'three days ago' "
+            "in the query is relative to it (default: the clock)",
         )
 
     d = sub.add_parser("demo", help="ingest a bundled sample conversation and run searches")

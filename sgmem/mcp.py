@@ -68,6 +68,13 @@ INSTRUCTIONS = (
 )
 
 
+#: the recall and context tools' optional ``now`` argument, in their descriptions
+_NOW = (
+    " Times in the query ('last week', 'three days ago', 'in May') are read relative to the present, "
+    "or to now (an ISO-8601 time) when given: pass the conversation's present time when it is not today."
+)
+
+
 def _sdk() -> tuple[Any, int, Any, type[Exception]]:
     """The SDK's high-level server class, its major version, ``ToolAnnotations`` and ``ToolError``."""
     try:
@@ -124,11 +131,11 @@ def build_server(
         except SgmemError as exc:
             raise tool_error(str(exc)) from exc
 
-    async def recall(query: str, k: int | None = None) -> dict[str, Any]:
-        return await call(tools.arecall(scope, query, k))
+    async def recall(query: str, k: int | None = None, now: str | None = None) -> dict[str, Any]:
+        return await call(tools.arecall(scope, query, k, now))
 
-    async def context(query: str, budget_tokens: int | None = None) -> dict[str, Any]:
-        return await call(tools.acontext(scope, query, budget_tokens))
+    async def context(query: str, budget_tokens: int | None = None, now: str | None = None) -> dict[str, Any]:
+        return await call(tools.acontext(scope, query, budget_tokens, now))
 
     async def list_threads() -> dict[str, Any]:
         return await call(tools.alist_threads(scope))
@@ -145,8 +152,8 @@ def build_server(
             description=DESCRIPTIONS["remember"],
             annotations=annotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False),
         )(remember)
-    server.tool(name="recall", description=DESCRIPTIONS["recall"], annotations=reading)(recall)
-    server.tool(name="context", description=DESCRIPTIONS["context"], annotations=reading)(context)
+    server.tool(name="recall", description=DESCRIPTIONS["recall"] + _NOW, annotations=reading)(recall)
+    server.tool(name="context", description=DESCRIPTIONS["context"] + _NOW, annotations=reading)(context)
     if not read_only:
         server.tool(
             name="forget",

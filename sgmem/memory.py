@@ -61,6 +61,7 @@ from .validate import (
     check_mode,
     check_name,
     check_names,
+    check_now,
     check_score,
     check_text,
     check_time,
@@ -464,11 +465,13 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         since: Any,
         until: Any,
         exclude_message_ids: Any = None,
+        now: Any = None,
     ) -> tuple[list[Ranked], ScopeIndex | None, np.ndarray | None]:
         self._check_open()
         query, scope, k, thread_list, since_dt, until_dt, exclude = self._check_query(
             query, scope, k, threads, since, until, exclude_message_ids
         )
+        asked_at = check_now(now)
         mode = check_mode(mode) or self.config.default_mode
         if mode == "entity" and not self.config.entities.enabled:
             raise ConfigError(
@@ -501,6 +504,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
                 lambda rows: self._turn_texts(idx, rows),
                 PyramidTools(self._words, self.llm),
                 ents,
+                asked_at,
             )
         return ranked, idx, q
 
@@ -577,6 +581,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         exclude_message_ids: Iterable[str] | None = None,
         kinds: Iterable[str] | str | None = None,
         min_score: float | None = None,
+        now: datetime | str | None = None,
     ) -> list[Hit]:
         """Find the memories of ``scope`` most relevant to ``query``.
 
@@ -605,6 +610,12 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
                 hits; 0 with other embedders), then every hit that reaches it
                 or ``Config.relative_relevance`` (0.5) × the best hit's. Hits
                 are ranked first and cut after, so fewer than ``k`` may come back.
+            now: the moment of asking, which time in the query is relative to:
+                turns said "last week", "three days ago", "last Saturday" or
+                "in May" (the latest May) before it rank higher. A datetime
+                (naive is taken as UTC; an aware one's own time zone decides
+                the calendar day) or an ISO-8601 string; ``None``: the clock.
+                An agent replaying an older chat passes that chat's time.
 
         Returns:
             Hits, best first (per kind); empty when the scope holds nothing relevant.
@@ -612,9 +623,10 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         t0 = time.perf_counter()
         kind_list = check_kinds(kinds)
         floor = check_score(min_score, "min_score", self.min_relevance)
+        check_now(now)
         if kind_list is not None and "chunk" not in kind_list:
             return self._derived_search(query, scope, k, kind_list, threads, since, until, exclude_message_ids, floor)
-        ranked, idx, q = self._ranked(query, scope, k, mode, threads, since, until, exclude_message_ids)
+        ranked, idx, q = self._ranked(query, scope, k, mode, threads, since, until, exclude_message_ids, now)
         if idx is None or q is None:
             return []
         rel = self._hit_relevance(idx, q, ranked)
@@ -709,6 +721,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         mode: str | None = None,
         exclude_message_ids: Iterable[str] | None = None,
         min_score: float | None = None,
+        now: datetime | str | None = None,
     ) -> str:
         """A prompt block of the memories relevant to ``query``, within a token budget.
 
@@ -719,6 +732,8 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         (e.g. a chat memory's recent window). ``min_score`` leaves out
         memories whose :attr:`Hit.relevance` is below it (``None``:
         ``Config.min_relevance``; ``0``: fill the budget whatever the question).
+        ``now`` is the moment of asking ("last week" is the week before it;
+        ``None``: the clock), as in :meth:`search`.
         """
         return self._context_with_ids(
             query,
@@ -727,6 +742,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
             mode=mode,
             exclude_message_ids=exclude_message_ids,
             min_score=min_score,
+            now=now,
         )[0]
 
     def context_trace(
@@ -738,6 +754,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         mode: str | None = None,
         exclude_message_ids: Iterable[str] | None = None,
         min_score: float | None = None,
+        now: datetime | str | None = None,
     ) -> RecallTrace:
         """:meth:`context` with what it recalled: the block, the hits with their ``why``, what the cutoff removed.
 
@@ -753,6 +770,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
             exclude_message_ids=exclude_message_ids,
             min_score=min_score,
             trace=trace,
+            now=now,
         )
         return RecallTrace(query=query, scope=scope, text=text, message_ids=tuple(ids), **trace)
 
@@ -767,6 +785,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         with_generated: bool = True,
         min_score: float | None = None,
         trace: dict[str, Any] | None = None,
+        now: Any = None,
     ) -> tuple[str, list[str]]:
         """:meth:`context` plus the ids of the messages that made it in.
 
@@ -779,7 +798,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         budget_tokens = check_int(budget_tokens, "budget_tokens", 1)
         floor = check_score(min_score, "min_score", self.min_relevance)
         k = min(self.config.limits.max_k, max(10, budget_tokens // 12))
-        ranked, idx, q = self._ranked(query, scope, k, mode, None, None, None, exclude_message_ids)
+        ranked, idx, q = self._ranked(query, scope, k, mode, None, None, None, exclude_message_ids, now)
         tracing = trace is not None or log.isEnabledFor(logging.DEBUG)
         if idx is None or q is None or not ranked:
             if tracing:

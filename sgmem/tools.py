@@ -172,22 +172,31 @@ class MemoryTools:
             "when": stored[0].at.isoformat() if stored and stored[0].at else None,
         }
 
-    def recall(self, scope: str, query: str, k: int | None = None) -> dict[str, Any]:
-        """The memories of ``scope`` most relevant to ``query``, best first (see :func:`explain`)."""
+    def recall(self, scope: str, query: str, k: int | None = None, now: str | None = None) -> dict[str, Any]:
+        """The memories of ``scope`` most relevant to ``query``, best first (see :func:`explain`).
+
+        ``now``: the moment of asking, which "last week" or "three days ago" in the query is
+        relative to (an ISO-8601 string; ``None``: the clock), as in :meth:`sgmem.Memory.search`.
+        """
         scope = self._scope(scope)
         k = self.k if k is None else check_int(k, "k", 1, self.max_k)
-        hits = self.memory.search(query, scope=scope, k=k, mode=self.mode, min_score=self.min_score)
+        hits = self.memory.search(query, scope=scope, k=k, mode=self.mode, min_score=self.min_score, now=now)
         return {"memories": [_hit_dict(h) for h in hits]}
 
-    def context(self, scope: str, query: str, budget_tokens: int | None = None) -> dict[str, Any]:
-        """A prompt block of ``scope``'s memories relevant to ``query`` (``""`` when none are)."""
+    def context(
+        self, scope: str, query: str, budget_tokens: int | None = None, now: str | None = None
+    ) -> dict[str, Any]:
+        """A prompt block of ``scope``'s memories relevant to ``query`` (``""`` when none are; ``now`` as in
+        :meth:`recall`)."""
         scope = self._scope(scope)
         budget = (
             self.budget_tokens
             if budget_tokens is None
             else check_int(budget_tokens, "budget_tokens", 1, self.max_budget_tokens)
         )
-        block = self.memory.context(query, scope=scope, budget_tokens=budget, mode=self.mode, min_score=self.min_score)
+        block = self.memory.context(
+            query, scope=scope, budget_tokens=budget, mode=self.mode, min_score=self.min_score, now=now
+        )
         return {"context": block}
 
     def forget(self, scope: str, message_ids: list[str] | None = None, thread: str | None = None) -> dict[str, Any]:
@@ -238,13 +247,15 @@ class MemoryTools:
         """Async :meth:`remember` (runs in a worker thread)."""
         return await asyncio.to_thread(self.remember, scope, text, thread)
 
-    async def arecall(self, scope: str, query: str, k: int | None = None) -> dict[str, Any]:
+    async def arecall(self, scope: str, query: str, k: int | None = None, now: str | None = None) -> dict[str, Any]:
         """Async :meth:`recall`."""
-        return await asyncio.to_thread(self.recall, scope, query, k)
+        return await asyncio.to_thread(self.recall, scope, query, k, now)
 
-    async def acontext(self, scope: str, query: str, budget_tokens: int | None = None) -> dict[str, Any]:
+    async def acontext(
+        self, scope: str, query: str, budget_tokens: int | None = None, now: str | None = None
+    ) -> dict[str, Any]:
         """Async :meth:`context`."""
-        return await asyncio.to_thread(self.context, scope, query, budget_tokens)
+        return await asyncio.to_thread(self.context, scope, query, budget_tokens, now)
 
     async def aforget(
         self, scope: str, message_ids: list[str] | None = None, thread: str | None = None

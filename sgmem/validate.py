@@ -25,6 +25,7 @@ __all__ = [
     "check_int",
     "check_mode",
     "check_name",
+    "check_now",
     "check_score",
     "check_text",
     "check_time",
@@ -161,6 +162,11 @@ def check_time(value: Any, field: str) -> datetime | None:
     if not math.isfinite(ts):
         raise InvalidInputError(field, value, "a finite datetime")
     return value
+
+
+def check_now(value: Any) -> datetime:
+    """The moment a query is asked: :func:`check_time` of ``now``, or the clock when it is ``None``."""
+    return check_time(value, "now") or datetime.now(timezone.utc)
 
 
 def _as_dict(m: Any, field: str) -> dict[str, Any]:

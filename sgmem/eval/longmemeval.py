@@ -15,7 +15,9 @@ its messages' time) under one of two protocols:
 Every system ranks the same store's turns: sgmem's ``hybrid`` mode, BM25 over
 whole turns (``mode="bm25"``), dense MiniLM over sentences mapped to turns
 (``mode="vector"``), and the reciprocal rank fusion of the last two
-(:func:`sgmem.eval.chat.rrf`, k = 60). Abstention questions (ids ending in
+(:func:`sgmem.eval.chat.rrf`, k = 60). Each question is asked at its
+``question_date`` (``Memory.search(now=...)``: "last Saturday" is the one
+before it). Abstention questions (ids ending in
 ``_abs``) are skipped, as the benchmark's retrieval evaluation does.
 
 Metrics follow LongMemEval's own retrieval code (``src/retrieval/eval_utils.py``):
@@ -261,7 +263,8 @@ def evaluate_longmemeval(
             rankings: dict[str, list[str]] = {}
             for system, mode in zip(SYSTEMS[:3], ("hybrid", "bm25", "vector"), strict=True):
                 t1 = time.perf_counter()
-                hits = mem.search(q.question, scope="q", k=kmax, mode=mode, min_score=0)
+                # asked at the question's date: "last Saturday" is the one before it
+                hits = mem.search(q.question, scope="q", k=kmax, mode=mode, min_score=0, now=q.question_date)
                 rep.latency_ms[system].append((time.perf_counter() - t1) * 1e3)
                 rankings[system] = turns_of(hits)
             rankings[SYSTEMS[3]] = rrf([rankings["BM25 turns"], rankings["dense sentences"]])

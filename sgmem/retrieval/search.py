@@ -236,6 +236,7 @@ class Retriever:
         texts: Callable[[list[int]], list[str]],
         tools: pyramid.PyramidTools | None = None,
         entities: entity_retrieval.EntityTools | None = None,
+        now: datetime | None = None,
     ) -> list[Ranked]:
         """Rank the scope for ``query`` (embedded as ``q``) in ``mode``.
 
@@ -248,16 +249,19 @@ class Retriever:
                 loaded for either (see :func:`sgmem.pyramid.retrieve.ensure_keywords`).
             entities: the scope's entity index and typer (mode ``entity`` and
                 the hybrid's entity channel; see :mod:`sgmem.entities`).
+            now: the moment of asking (aware): the hybrid's date channel reads
+                "last week", "three days ago", "in May" relative to it; ``None``
+                reads only absolute dates.
         """
         if idx.n_turns == 0:
             return []
         if self.config.memory_unit == "exchange" and mode in units.TURN_MODES:
             # MGRetrieval's memory unit: rank turns, then group them into exchanges (sgmem.retrieval.units)
             turns = self._search(
-                idx, mode, q, query, units.turns_wanted(k, idx.n_turns), allowed, texts, tools, entities
+                idx, mode, q, query, units.turns_wanted(k, idx.n_turns), allowed, texts, tools, entities, now
             )
             return units.exchanges(turns, idx.array("round_ids"), k, allowed, Ranked)
-        out = self._search(idx, mode, q, query, k, allowed, texts, tools, entities)
+        out = self._search(idx, mode, q, query, k, allowed, texts, tools, entities, now)
         if mode in ACT_MODES:
             out = _by_act(idx, out, self.config.hybrid, q)
         return out
@@ -273,6 +277,7 @@ class Retriever:
         texts: Callable[[list[int]], list[str]],
         tools: pyramid.PyramidTools | None,
         entities: entity_retrieval.EntityTools | None,
+        now: datetime | None = None,
     ) -> list[Ranked]:
         if mode == "entity":
             return self._entity(idx, q, query, k, allowed, entities)
@@ -291,7 +296,7 @@ class Retriever:
             return self._graph(idx, q, k, allowed)
         if mode == "bm25":
             return self._bm25_mode(idx, query, k, allowed, texts)
-        return self._hybrid(idx, q, query, k, allowed, tools, texts, entities)
+        return self._hybrid(idx, q, query, k, allowed, tools, texts, entities, now)
 
     def needs_entities(self, mode: str) -> bool:
         """Whether ``mode`` reads the entity layer (never while it is off: no entity work then)."""
@@ -475,6 +480,7 @@ class Retriever:
         tools: pyramid.PyramidTools | None = None,
         texts: Callable[[list[int]], list[str]] | None = None,
         entities: entity_retrieval.EntityTools | None = None,
+        now: datetime | None = None,
     ) -> list[Ranked]:
         h = self.config.hybrid
         n = idx.n_turns
@@ -571,7 +577,7 @@ class Retriever:
         if acts.active:
             total += acts.reply_channel(d_raw.cos, h.reply_weight)
         date_bonus: np.ndarray | None = None
-        windows = query_windows(query, h.date_slack_days) if (h.date_day_bonus or h.date_month_bonus) else []
+        windows = query_windows(query, h.date_slack_days, now) if (h.date_day_bonus or h.date_month_bonus) else []
         if windows:
             date_bonus = np.zeros(n)
             ts = idx.array("at_ts")
