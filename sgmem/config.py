@@ -363,9 +363,16 @@ class HybridConfig:
         propagation: adds this share of the best neighbour's fused score.
         session_weight: adds this share of the best fused score in the turn's
             session (SGMem's session-level chunk as a prior).
+        session_spread: for a question that gathers several memories (a count,
+            a total, a list, two events compared: :mod:`sgmem.text.questions`),
+            each turn loses this much for every better turn of its own session,
+            so that one well-matching session does not fill the top ranks.
         date_day_bonus: bonus for turns said inside a day the query names
-            ("on 13 October 2023", widened by ``date_slack_days``).
-        date_month_bonus: bonus for turns said inside a month the query names.
+            ("on 13 October 2023", widened by ``date_slack_days``), or inside a
+            window of up to a week named relative to the moment of asking
+            ("yesterday", "last Saturday", "last week"; ``search(now=...)``).
+        date_month_bonus: bonus for turns said inside a month the query names,
+            or a wider relative window ("last month", "in May").
         date_slack_days: days added on each side of a named day.
         rest_weight: see ``w_sentence``.
         speaker_match: in the lexical channel, a query word that names a
@@ -429,6 +436,7 @@ class HybridConfig:
     neighbour_dense: float = 0.2
     propagation: float = 0.1
     session_weight: float = 0.2
+    session_spread: float = 0.1
     date_day_bonus: float = 0.4
     date_month_bonus: float = 0.2
     date_slack_days: int = 1

@@ -23,6 +23,7 @@ from ..pyramid import retrieve as pyramid
 from ..text.acts import FILLER, QUESTION
 from ..text.dates import query_windows
 from ..text.lexical import analyze
+from ..text.questions import asks_for_many
 from . import speakers, units
 from .dense import (
     Approx,
@@ -595,7 +596,10 @@ class Retriever:
         if acts.active:  # a turn of filler alone comes after every turn with content (in the same order)
             total = np.where(acts.turn_w > 0, total, total - FILLER_DROP)
         # everything below concerns the k hits only
-        top = [int(r) for r in _top(total, k)]
+        if h.session_spread and asks_for_many(query):  # a count, a list, two events: spread over sessions
+            top = _spread_over_sessions(idx, total, k, h.session_spread)
+        else:
+            top = [int(r) for r in _top(total, k)]
         srows = acts.best_rows(d, top)
         hops = hop_origins(idx, exp, top) if exp is not None else {}
         want = [s for s in srows if s >= 0] + [o for hop, o in hops.values() if hop]
@@ -867,6 +871,26 @@ def _group_max(idx: ScopeIndex, values: np.ndarray, codes: str) -> np.ndarray:
     best = np.maximum.reduceat(values[order], starts)
     best[~np.isfinite(best)] = 0.0
     return best[seg_of]
+
+
+def _spread_over_sessions(idx: ScopeIndex, total: np.ndarray, k: int, spread: float) -> list[int]:
+    """The ``k`` best turns when each loses ``spread`` for every better turn of its own session.
+
+    For a question whose answer gathers one memory per item (``asks_for_many``), the turns of one
+    session that matches well would otherwise fill the top ranks (the session prior lifts them all),
+    and the other items' sessions fall below ``k``. The penalty by rank within the session equals the
+    greedy pick that charges a session for each of its turns already picked (a session's order is kept).
+    """
+    cand = _top(total, min(total.size, 4 * k))
+    if cand.size <= 1:
+        return [int(r) for r in cand]
+    sess = idx.array("session_codes")[cand]
+    by_sess = np.argsort(sess, kind="stable")  # within a session, still best first
+    starts = np.flatnonzero(np.r_[True, np.diff(sess[by_sess]) != 0])
+    rank = np.empty(cand.size, dtype=np.float64)
+    rank[by_sess] = np.arange(cand.size) - np.repeat(starts, np.diff(np.append(starts, cand.size)))
+    adjusted = total[cand] - spread * rank
+    return [int(r) for r in cand[np.argsort(-adjusted, kind="stable")][:k]]
 
 
 def _segment_of(order: np.ndarray, starts: np.ndarray) -> np.ndarray:
