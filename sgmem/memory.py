@@ -34,6 +34,7 @@ from .llm import LLM
 from .neighbours import NeighbourMethods
 from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords
 from .records import RecordMethods
+from .retrieval.broad import BroadPrompts, user_statements
 from .retrieval.dense import relevance_of_rows
 from .retrieval.index import ScopeIndex, load_scope_index
 from .retrieval.refresh import refresh_index
@@ -197,6 +198,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
             raise
         self._cache_dir = self.path / "faiss" if self.path is not None and not read_only else None
         self._retriever = Retriever(self.config)
+        self._broad = BroadPrompts(self.embedder)  # generic requests about the user (sgmem.retrieval.broad)
         word_bytes = int(self.embedder.dim) * 4 + 200
         # keyword embeddings (MGRetrieval vocabulary), bounded by a quarter of the cache budget
         self._words = WordVectors(self.embedder, capacity=max(1000, self.config.cache_bytes // 4 // word_bytes))
@@ -630,6 +632,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         if idx is None or q is None:
             return []
         rel = self._hit_relevance(idx, q, ranked)
+        broad = self._broad_rows(idx, q, ranked, rel, floor) if min_score is None else set()
         if min_score is None:
             floor = self._default_floor(rel.values(), floor)
         details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
@@ -638,7 +641,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         for rk in ranked:
             hit = self._turn_hit(idx, rk, details, rel, query)
             if hit is not None:
-                (hits if hit.relevance >= floor else cut).append(hit)
+                (hits if hit.relevance >= floor or broad.intersection(rk.rows) else cut).append(hit)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("search %s", _describe(query, scope, hits, cut, floor, time.perf_counter() - t0))
         if kind_list:
@@ -654,6 +657,20 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
                 floor,
             )
         return hits
+
+    def _broad_rows(
+        self, idx: ScopeIndex, q: np.ndarray, ranked: list[Ranked], rel: dict[int, float], floor: float
+    ) -> set[int]:
+        """The user's statements a broad question about the user gets beside the hits that reach the cutoff
+        ``floor`` (:mod:`sgmem.retrieval.broad`); empty for any other question, or with the cutoff off."""
+        if not floor or not rel or self.config.broad_cosine >= 1.0:
+            return set()
+        cos, prompt = self._broad.nearest(q)
+        if cos < self.config.broad_cosine:
+            return set()
+        with self._lock, single_thread_blas():
+            rows = [r for rk in ranked for r in rk.rows]
+            return set(user_statements(idx, rows, q, prompt, self.config.relative_relevance))
 
     def _default_floor(self, relevances: Iterable[float], floor: float) -> float:
         """The default cutoff for one query: ``floor`` (``Config.min_relevance``) unless the best hit reaches it;
@@ -810,17 +827,19 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
             return "", []
         lifted: set[int] = set()
         rel = self._hit_relevance(idx, q, ranked, lifted)
+        broad = self._broad_rows(idx, q, ranked, rel, floor) if min_score is None else set()
         if min_score is None:
             floor = self._default_floor(rel.values(), floor)
         if tracing:
             all_details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
-            found = [h for h in (self._turn_hit(idx, rk, all_details, rel, query) for rk in ranked) if h is not None]
-            kept = tuple(h for h in found if h.relevance >= floor)
-            cut = tuple(h for h in found if h.relevance < floor)
+            pairs = [(rk, self._turn_hit(idx, rk, all_details, rel, query)) for rk in ranked]
+            found = [(h, h.relevance >= floor or bool(broad.intersection(rk.rows))) for rk, h in pairs if h is not None]
+            kept = tuple(h for h, keep in found if keep)
+            cut = tuple(h for h, keep in found if not keep)
         rows: list[int] = []
         for rk in ranked:
             for r in rk.rows:
-                if r not in rows and rel[r] >= floor:
+                if r not in rows and (rel[r] >= floor or r in broad):
                     rows.append(r)
         with self._lock:
             asked = questions_answered(idx, [r for r in rows if r in lifted])

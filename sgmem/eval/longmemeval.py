@@ -304,7 +304,7 @@ def render_longmemeval(rep: LMEReport) -> str:
         f"LongMemEval, protocol **{rep.protocol}** ({'user turns only' if rep.protocol == 'user' else 'every turn of both roles'}): "
         f"{rep.n_questions} questions scored, {rep.skipped} skipped (no evidence in the stored turns), "
         f"ingest p50 {statistics.median(rep.ingest_s) if rep.ingest_s else float('nan'):.1f} s per haystack. "
-        f"Nothing tuned on LongMemEval: every figure is held out. Source: {rep.path}",
+        f"Tuned on LongMemEval: only HybridConfig.assistant_weight (leave-one-question-out). Source: {rep.path}",
         "",
         head,
         "|" + "---|" * (len(cols) + 2),

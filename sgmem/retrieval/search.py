@@ -652,7 +652,8 @@ class _Acts:
         self.idx = idx
         self.acts = idx.sentence_acts() if cos.size else np.zeros(0, dtype=np.int8)
         tool = _tool_sentences(idx, h) if cos.size else None
-        self.active = bool(self.acts.size and (self.acts.any() or tool is not None))
+        said = _assistant_sentences(idx, h) if cos.size else None
+        self.active = bool(self.acts.size and (self.acts.any() or tool is not None or said is not None))
         self.sent_w = np.ones(0, dtype=np.float32)  # (set below when any sentence is not a statement)
         self.turn_w = np.ones(0, dtype=np.float64)
         if self.active:
@@ -666,6 +667,8 @@ class _Acts:
                 self.sent_w[echo] = h.echo_weight
             if tool is not None:  # a tool's output weighs under what was said (HybridConfig.tool_weight)
                 self.sent_w[tool] *= np.float32(h.tool_weight)
+            if said is not None:  # the assistant's text weighs under the user's (HybridConfig.assistant_weight)
+                self.sent_w[said] *= np.float32(h.assistant_weight)
             self.turn_w = np.zeros(idx.n_turns, dtype=np.float64)
             starts = idx.array("sent_starts")
             content_w = np.where(self.acts == FILLER, np.float32(0.0), self.sent_w)
@@ -739,6 +742,11 @@ def _by_act(idx: ScopeIndex, ranked: list[Ranked], h: Any, q: np.ndarray) -> lis
     comes after every hit with content in every mode. Scores below 0 are divided by the weight instead."""
     rows = {r for rk in ranked for r in rk.rows}
     w = act_weights(idx, rows, h, q) if rows else {}
+    if h.assistant_weight != 1.0 and rows:  # the assistant's turns weigh under the user's, as in the hybrid
+        said = speakers.assistant_turns(idx)
+        for r in rows:
+            if said[r]:
+                w[r] = w.get(r, 1.0) * h.assistant_weight
     if not w:
         return ranked
 
@@ -759,6 +767,17 @@ def _tool_sentences(idx: ScopeIndex, h: Any) -> np.ndarray | None:
     if not tool.any():
         return None
     return tool[idx.array("sent_msg")].astype(bool)
+
+
+def _assistant_sentences(idx: ScopeIndex, h: Any) -> np.ndarray | None:
+    """The sentence rows the assistant said (a mask, :func:`.speakers.assistant_turns`), or None when there are
+    none or they weigh 1."""
+    if h.assistant_weight == 1.0:
+        return None
+    said = speakers.assistant_turns(idx)
+    if not said.any():
+        return None
+    return said[idx.array("sent_msg")]
 
 
 def act_weights(idx: ScopeIndex, rows: Iterable[int], h: Any, q: np.ndarray) -> dict[int, float]:

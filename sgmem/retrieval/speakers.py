@@ -22,7 +22,10 @@ import numpy as np
 
 from ..text.lexical import analyze
 
-__all__ = ["speaker_rows"]
+__all__ = ["ASSISTANT", "assistant_turns", "speaker_rows"]
+
+#: the speaker of a message of role ``"assistant"`` stored without a name: the AI the user talks to
+ASSISTANT = "assistant"
 
 _cache: weakref.WeakKeyDictionary[Any, tuple[int, dict[str, np.ndarray]]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
@@ -52,3 +55,16 @@ def speaker_rows(idx: Any) -> dict[str, np.ndarray]:
     with _lock:
         _cache[idx] = (n, out)
     return out
+
+
+def assistant_turns(idx: Any) -> np.ndarray:
+    """A boolean mask over the turns: those the assistant said (role ``"assistant"``, no name; cached until the
+    index changes). A named speaker is a person, whatever the role that carried the message."""
+
+    def build() -> np.ndarray:
+        codes = np.asarray(idx.speakers.codes()[: idx.n_turns])
+        uniq, first = np.unique(codes, return_index=True)
+        ours = [c for c, r in zip(uniq.tolist(), first.tolist(), strict=True) if idx.speakers[int(r)] == ASSISTANT]
+        return np.isin(codes, ours)
+
+    return idx.derived("assistant_turns", build)

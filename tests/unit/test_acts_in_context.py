@@ -201,8 +201,8 @@ def test_a_stored_question_ranks_by_question_weight(embedder: sgmem.Embedder) ->
         {"role": "assistant", "content": "A cough that lasts more than a few days is worth a visit."},
     ]
     scores = {}
-    for weight in (0.75, 0.4):
-        with _hybrid(embedder, question_weight=weight) as mem:
+    for weight in (0.75, 0.4):  # (the role weight off: this weighs the question alone)
+        with _hybrid(embedder, question_weight=weight, assistant_weight=1.0) as mem:
             mem.add(chat, scope="u", thread="t", at=DAY)
             hits = mem.search("Is my cat sick?", scope="u", k=2, min_score=0)
             scores[weight] = {h.text: h.score for h in hits}
