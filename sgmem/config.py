@@ -508,8 +508,10 @@ class Config:
             name), ``"rules"`` word rules (listed wordings), ``"auto"`` the
             classifier when a fit ships for the embedder (the default MiniLM)
             or it is a sentence-transformers model, else the rules (a toy or
-            test embedder). Held out, the classifier recognises 96–98 % of
-            non-answers where the rules recognise TODO %.
+            test embedder). Held out, said by speakers it was never fitted on,
+            the classifier recognises 66 % of non-answers in unlisted wordings
+            (the rules 10 %) and marks 4 % of statements non-answer or filler
+            (the rules none). Read once at ingest and stored with each sentence.
         embed_batch_size: [D] at most this many texts per embedder call inside
             one add. The embedder batches its own forward passes
             (``SentenceTransformerEmbedder(batch_size=...)``); 256 lets a typical
