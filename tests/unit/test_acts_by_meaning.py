@@ -13,7 +13,7 @@ import pytest
 
 import sgmem
 from sgmem.embed import SentenceTransformerEmbedder
-from sgmem.text.acts import labelled_acts, recipe, shipped_fit
+from sgmem.text.acts import labelled_acts
 
 DAY = "2024-03-01T10:00:00Z"
 LATER = "2024-04-01T10:00:00Z"
@@ -32,6 +32,8 @@ NON_ANSWERS = [
 def test_the_shipped_fit_is_the_one_its_recipe_makes() -> None:
     """The weights shipped for the default embedder match the labelled set and recipe of this code (else run
     ``python -m sgmem.text.acts fit``)."""
+    from sgmem.text.acts import recipe, shipped_fit
+
     doc = json.loads(resources.files("sgmem").joinpath("data/act_model.json").read_text(encoding="utf-8"))
     assert doc["recipe"] == recipe(), "the labelled train split or the fit changed: regenerate the shipped fit"
     assert shipped_fit(SentenceTransformerEmbedder()) is not None
