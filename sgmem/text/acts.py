@@ -33,6 +33,7 @@ replayed verbatim.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -295,6 +296,7 @@ def shown(speaker: str, text: str) -> str:
     return f"{speaker}: {text}" if speaker else text
 
 
+@functools.cache
 def recipe() -> str:
     """A digest of what a fit depends on besides the embedder: the ``train`` split, the speakers, the penalty
     and the cues (a shipped fit is used only while it matches)."""
@@ -329,11 +331,18 @@ def write_fit(embedder: Any, path: Any) -> None:
         f.write("\n")
 
 
+@functools.cache
+def _shipped() -> dict[str, Any] | None:
+    try:
+        return dict(json.loads(resources.files("sgmem").joinpath(MODEL_FILE).read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return None
+
+
 def shipped_fit(embedder: Any) -> _Fit | None:
     """The shipped fit for ``embedder`` (same name and dimension, same :func:`recipe`), else None."""
-    try:
-        doc = json.loads(resources.files("sgmem").joinpath(MODEL_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    doc = _shipped()
+    if doc is None:
         return None
     if doc["embedder"] != str(getattr(embedder, "name", "")) or doc["dim"] != int(embedder.dim):
         return None
