@@ -293,7 +293,7 @@ class ScopeIndex:
             unknown = np.flatnonzero(raw < 0)
             if unknown.size:
                 rows = unknown + m
-                raw[unknown] = self.classify_rows(self.sentence_texts(rows), self.sentence_vectors()[rows])
+                raw[unknown] = self.classify_rows(self.sentence_texts(rows.tolist()), self.sentence_vectors()[rows])
             new = self._in_context(acts[:m], raw)
         acts = np.concatenate([acts[:m], new])
         acts.flags.writeable = False

@@ -103,7 +103,7 @@ def _classify_unknown(store: SQLiteStore, idx: ScopeIndex) -> None:
     unknown = np.flatnonzero(raw < 0)
     if not unknown.size:
         return
-    acts = idx.classify_rows(idx.sentence_texts(unknown), idx.sentence_vectors()[unknown])
+    acts = idx.classify_rows(idx.sentence_texts(unknown.tolist()), idx.sentence_vectors()[unknown])
     raw = raw.copy()
     raw[unknown] = acts
     idx._raw_acts = Grow(np.int8, raw)

@@ -457,7 +457,7 @@ def in_context(acts: np.ndarray, texts: Sequence[str], replies: np.ndarray) -> n
     """The acts with each :data:`FRAGMENT` resolved: a statement in a reply to a question (``replies``: per
     sentence, whether its turn replies to a question), filler elsewhere unless it has a content word."""
     out = np.asarray(acts, dtype=np.int8).copy()
-    for i in np.flatnonzero(out == FRAGMENT):
+    for i in np.flatnonzero(out == FRAGMENT).tolist():
         out[i] = STATEMENT if replies[i] or _content(_words(texts[i])) else FILLER
     return out
 
