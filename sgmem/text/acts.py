@@ -402,11 +402,16 @@ class ActClassifier:
 
 def _decide(p: np.ndarray, texts: Sequence[str], sure: float = SURE) -> np.ndarray:
     """Each row's most probable act, filler and non-answer only at ``sure`` or more (a fact is never lost on a
-    guess); punctuation and emoji alone are filler."""
+    guess), a question only in a question's form ("?", or a question's opening without a closing "." or "!");
+    punctuation and emoji alone are filler."""
     unsure = p.copy()
     for act in (FILLER, NON_ANSWER):
         unsure[unsure[:, act] < sure, act] = -1.0
     acts = unsure.argmax(axis=1).astype(np.int8)
+    for i in np.flatnonzero(acts == QUESTION).tolist():  # a question has a question's form ("?" or its opening)
+        if not _asks(texts[i]):
+            unsure[i, QUESTION] = -1.0
+            acts[i] = int(unsure[i].argmax())
     for i in np.flatnonzero(acts == FILLER).tolist():  # filler says a word or two of content, and answers nothing
         t = texts[i]
         if _rule_act(t) == FRAGMENT:  # a number, a yes or a no: an answer in a reply (in_context)
