@@ -512,6 +512,9 @@ class Config:
             the classifier recognises 66 % of non-answers in unlisted wordings
             (the rules 10 %) and marks 4 % of statements non-answer or filler
             (the rules none). Read once at ingest and stored with each sentence.
+            Not yet the default: on LoCoMo (in-sample recall@10, cat 1–4) it
+            measured 80.6 against the rules' 81.1, on LongMemEval (whole chat)
+            89.8 against 87.0.
         embed_batch_size: [D] at most this many texts per embedder call inside
             one add. The embedder batches its own forward passes
             (``SentenceTransformerEmbedder(batch_size=...)``); 256 lets a typical
@@ -700,7 +703,7 @@ class Config:
     dense_device: str | None = "auto"
     dense_scan_min_sentences: int = 50_000
     memory_unit: Literal["turn", "exchange"] = "turn"
-    acts: Literal["auto", "model", "rules"] = "auto"
+    acts: Literal["auto", "model", "rules"] = "rules"
 
     def __post_init__(self) -> None:
         _plain_numbers(self)

@@ -16,6 +16,8 @@ from sgmem.embed import SentenceTransformerEmbedder
 from sgmem.text.acts import labelled_acts
 
 DAY = "2024-03-01T10:00:00Z"
+#: the acts read by the classifier (``Config.acts="auto"``: MiniLM has a shipped fit)
+BY_MEANING = sgmem.Config(acts="auto")
 LATER = "2024-04-01T10:00:00Z"
 
 FACT = "I work as a physiotherapist at the Royal Infirmary in Glasgow."
@@ -57,7 +59,7 @@ MISSED = "I can't seem to find where you work in anything we've discussed."
     ],
 )
 def test_an_unlisted_non_answer_never_outranks_the_fact(embedder: sgmem.Embedder, non_answer: str) -> None:
-    with sgmem.Memory(embedder=embedder) as mem:
+    with sgmem.Memory(embedder=embedder, config=BY_MEANING) as mem:
         mem.add(
             [{"role": "user", "content": FACT}, {"role": "assistant", "content": "Got it."}],
             scope="u",
@@ -80,7 +82,7 @@ def test_an_unlisted_non_answer_never_outranks_the_fact(embedder: sgmem.Embedder
 
 
 def test_four_unlisted_non_answers_in_one_chat_stay_under_the_fact(embedder: sgmem.Embedder) -> None:
-    with sgmem.Memory(embedder=embedder) as mem:
+    with sgmem.Memory(embedder=embedder, config=BY_MEANING) as mem:
         mem.add(
             [{"role": "user", "content": FACT}, {"role": "assistant", "content": "Got it."}],
             scope="u",
@@ -100,7 +102,7 @@ def test_four_unlisted_non_answers_in_one_chat_stay_under_the_fact(embedder: sgm
 
 
 def test_a_near_repeat_of_an_old_question_ranks_under_the_fact(embedder: sgmem.Embedder) -> None:
-    with sgmem.Memory(embedder=embedder) as mem:
+    with sgmem.Memory(embedder=embedder, config=BY_MEANING) as mem:
         mem.add(
             [{"role": "user", "content": FACT}, {"role": "assistant", "content": "That sounds demanding."}],
             scope="u",
@@ -122,7 +124,7 @@ def test_a_near_repeat_of_an_old_question_ranks_under_the_fact(embedder: sgmem.E
 
 @pytest.mark.parametrize("query", ["What did I tell you?", "What did I tell you about my allergy?", "Thanks"])
 def test_thanks_for_telling_me_is_never_a_hits_why_sentence(embedder: sgmem.Embedder, query: str) -> None:
-    with sgmem.Memory(embedder=embedder) as mem:
+    with sgmem.Memory(embedder=embedder, config=BY_MEANING) as mem:
         mem.add(
             [
                 {"role": "user", "content": "I'm allergic to peanuts."},

@@ -19,6 +19,7 @@ import sgmem
 from sgmem.retrieval.index import ScopeIndex
 
 DAY = "2024-03-01T10:00:00Z"
+BY_MEANING = sgmem.Config(acts="auto")  # the classifier (MiniLM has a shipped fit)
 CHAT = [
     {"role": "user", "content": "I adopted a beagle called Pepper last spring."},
     {"role": "assistant", "content": "Thanks for telling me. How old is she?"},
@@ -83,7 +84,7 @@ def _old_store_check(
 def test_a_reopened_sqlite_store_never_classifies_again(
     embedder: sgmem.Embedder, tmp_path: Path, classified: list[int]
 ) -> None:
-    _reopen_and_check(lambda: sgmem.Memory(tmp_path / "s", embedder=embedder), classified)
+    _reopen_and_check(lambda: sgmem.Memory(tmp_path / "s", embedder=embedder, config=BY_MEANING), classified)
 
 
 def test_an_old_sqlite_store_is_classified_once_and_migrated(
@@ -103,7 +104,7 @@ def test_an_old_sqlite_store_is_classified_once_and_migrated(
         db.commit()
         db.close()
 
-    _old_store_check(lambda: sgmem.Memory(path, embedder=embedder), downgrade, acts, classified)
+    _old_store_check(lambda: sgmem.Memory(path, embedder=embedder, config=BY_MEANING), downgrade, acts, classified)
 
 
 def test_a_store_read_by_another_classifier_is_read_again_once(
@@ -112,13 +113,13 @@ def test_a_store_read_by_another_classifier_is_read_again_once(
     path = tmp_path / "s"
     with sgmem.Memory(path, embedder=embedder, config=sgmem.Config(acts="rules")) as mem:
         mem.add(CHAT, scope="u", thread="t", at=DAY)
-    with sgmem.Memory(path, embedder=embedder) as mem:
+    with sgmem.Memory(path, embedder=embedder, config=BY_MEANING) as mem:
         by_model = _ranked(mem)
     with sqlite3.connect(path / "sgmem.db") as db:
         n = db.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]
     assert sum(classified) == n  # every sentence, once
     classified.clear()
-    with sgmem.Memory(path, embedder=embedder) as mem:
+    with sgmem.Memory(path, embedder=embedder, config=BY_MEANING) as mem:
         assert _ranked(mem) == by_model
     assert classified == []
 
@@ -127,7 +128,7 @@ def test_a_store_read_by_another_classifier_is_read_again_once(
 def test_a_reopened_postgres_store_never_classifies_again(
     embedder: sgmem.Embedder, pg_url: str, classified: list[int]
 ) -> None:
-    _reopen_and_check(lambda: sgmem.Memory(pg_url, embedder=embedder), classified)
+    _reopen_and_check(lambda: sgmem.Memory(pg_url, embedder=embedder, config=BY_MEANING), classified)
 
 
 @pytest.mark.postgres
@@ -146,4 +147,4 @@ def test_an_old_postgres_store_is_classified_once_and_migrated(
             admin.execute("DELETE FROM migrations WHERE name = '0010_sentence_acts'")
             admin.execute("DELETE FROM meta WHERE key = 'acts_by'")
 
-    _old_store_check(lambda: sgmem.Memory(pg_url, embedder=embedder), downgrade, acts, classified)
+    _old_store_check(lambda: sgmem.Memory(pg_url, embedder=embedder, config=BY_MEANING), downgrade, acts, classified)
