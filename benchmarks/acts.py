@@ -109,12 +109,12 @@ def _table(scores: dict[str, Any]) -> list[str]:
 
 
 def render_part(raw: dict[str, Any]) -> str:
-    out = [HOW, "", f"### Word rules (the ranking's fallback without vectors), {raw['n_test']} held-out sentences", ""]
+    out = [HOW, "", f"### Word rules (the default, `Config.acts=\"rules\"`), {raw['n_test']} held-out sentences", ""]
     out += _table(raw["rules"])
     if "classifier" in raw:
         out += [
             "",
-            f"### ActClassifier (the default for MiniLM: logistic regression on the sentence vectors + 5 structural "
+            f"### ActClassifier (`Config.acts=\"auto\"`: logistic regression on the sentence vectors + 5 structural "
             f"cues, fitted on the {raw['n_train']} train sentences each said by 18 speakers: roles, names of several "
             "cultures, none)",
         ]
