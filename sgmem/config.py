@@ -529,6 +529,19 @@ class Config:
         limits: per-call bounds.
         speaker_prefix: [D] embed sentences as ``"Name: sentence"``; without it,
             short lines such as "Wow, Caroline!" match every question naming her.
+        acts: [D] what reads each sentence's dialogue act (:mod:`sgmem.text.acts`):
+            ``"model"`` a classifier on the sentence vectors ingest computed
+            (by meaning: non-answers and filler in any wording, any speaker
+            name), ``"rules"`` word rules (listed wordings), ``"auto"`` the
+            classifier when a fit ships for the embedder (the default MiniLM)
+            or it is a sentence-transformers model, else the rules (a toy or
+            test embedder). Held out, said by speakers it was never fitted on,
+            the classifier recognises 66 % of non-answers in unlisted wordings
+            (the rules 10 %) and marks 4 % of statements non-answer or filler
+            (the rules none). Read once at ingest and stored with each sentence.
+            Not yet the default: on LoCoMo (in-sample recall@10, cat 1–4) it
+            measured 80.6 against the rules' 81.1, on LongMemEval (whole chat)
+            89.8 against 87.0.
         embed_batch_size: [D] at most this many texts per embedder call inside
             one add. The embedder batches its own forward passes
             (``SentenceTransformerEmbedder(batch_size=...)``); 256 lets a typical
@@ -728,9 +741,16 @@ class Config:
     dense_device: str | None = "auto"
     dense_scan_min_sentences: int = 50_000
     memory_unit: Literal["turn", "exchange"] = "turn"
+    acts: Literal["auto", "model", "rules"] = "rules"
 
     def __post_init__(self) -> None:
         _plain_numbers(self)
+        _check(
+            self.acts in ("auto", "model", "rules"),
+            "Config.acts",
+            self.acts,
+            "'auto' (the classifier for a real embedder), 'model' or 'rules'",
+        )
         _check(
             self.min_relevance is None or (_is_number(self.min_relevance) and 0.0 <= self.min_relevance <= 1.0),
             "Config.min_relevance",

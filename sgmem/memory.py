@@ -51,7 +51,7 @@ from .store.paths import resolve_store_path
 from .store.pgsql import redact
 from .store.postgres import PostgresStore, is_postgres_target, is_url, server_dense
 from .store.sqlite import SQLiteStore
-from .text.acts import ActClassifier
+from .text.acts import ActClassifier, act_model, acts_identity
 from .text.lexical import as_written
 from .text.tokens import count_tokens
 from .threads import ThreadMethods
@@ -151,9 +151,9 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         self.config = config or Config()
         self._config_given = self.config  # before "auto" settings are resolved for this host (sgmem.saved)
         self.embedder: Embedder = embedder or default_embedder()
-        # the dialogue acts are read by word rules in context (sgmem.text.acts); an ActClassifier here would read
-        # them from the sentence vectors instead (measured in benchmarks/RESULTS.md, not yet the default)
-        self._act_model: ActClassifier | None = None
+        # what reads the dialogue acts (Config.acts, sgmem.text.acts): a classifier on the sentence vectors,
+        # or word rules (None)
+        self._act_model: ActClassifier | None = act_model(self.embedder, self.config.acts)
         if self.config.dense_device is not None:  # before the store opens: a bad device changes nothing
             from .retrieval.device import check_device, resolve_device
 
@@ -191,6 +191,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         self._finalizer = weakref.finalize(self, _close_quietly, self._store)
         try:
             self._store.bind_embedder(self.embedder.name, int(self.embedder.dim))
+            self._store.bind_acts(acts_identity(self._act_model))
             if shared:
                 self._store.dense = server_dense(self.config, self._store)  # type: ignore[attr-defined,arg-type]
         except BaseException:

@@ -37,6 +37,7 @@ from .retrieval.dense import scan_threads
 from .retrieval.index import ScopeIndex, discard_cache, load_scope_index
 from .retrieval.knn import KnnUpdate, knn_update, list_owners, repair_lists
 from .store.sqlite import SQLiteStore
+from .text.acts import stored_acts
 from .types import AddResult, DeleteReceipt
 from .validate import check_name, check_names, check_time, normalise_messages
 
@@ -191,6 +192,10 @@ def plan_prepared(
         sent.vec = vec
     turn_vectors(prep, int(mem.embedder.dim))
     p.sent_vecs = _stacked(prep, int(mem.embedder.dim))
+    if prep.sentences:  # each sentence's act, read from the vectors just computed, is stored with it
+        acts = stored_acts([s.text for s in prep.sentences], p.sent_vecs, mem._act_model)
+        for sent, act in zip(prep.sentences, acts.tolist(), strict=True):
+            sent.act = act
     with mem._lock:  # keywords are planned against the scope's vocabulary, outside the transaction
         kw_idx = mem._index(sid_known) if sid_known else None
         if kw_idx is not None:
@@ -624,6 +629,7 @@ def extend_index(
         [(sid, msg_ids[s.msg], s.idx, s.text) for sid, s in zip(sent_ids, prep.sentences, strict=True)],
         sent_vecs,
         linked,
+        [-1 if s.act is None else s.act for s in prep.sentences],
     )
     idx.add_sentence_edges([a for a, _, _ in sentence_edges], [b for _, b, _ in sentence_edges])
     _follow_lists(idx, sentence_edges, evicted)

@@ -151,8 +151,10 @@ class ScopeIndex:
         self._np_cache: dict[str, np.ndarray] = {}
         self._turn_norms: np.ndarray | None = None
         self._vec_view: tuple[tuple[int, int], np.ndarray] | None = None
-        # sentence ids and their dialogue acts, classified lazily (sentence_acts)
+        # sentence ids and their dialogue acts in context, resolved lazily (sentence_acts) from each row's act as
+        # stored at ingest (_raw_acts; -1: not known, classified at the next query)
         self._acts: tuple[np.ndarray, np.ndarray] = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int8))
+        self._raw_acts = Grow(np.int8)
         #: decides the acts by meaning (:class:`sgmem.text.acts.ActClassifier`); None: word rules
         self.act_model: Any = None
 
@@ -267,13 +269,14 @@ class ScopeIndex:
         return [got.get(i, "") for i in ids]
 
     def sentence_acts(self) -> np.ndarray:
-        """Each sentence row's dialogue act (:mod:`sgmem.text.acts`), int8, read-only.
+        """Each sentence row's dialogue act in context (:mod:`sgmem.text.acts`), int8, read-only.
 
-        Classified from the texts once per sentence and kept as rows are
-        appended (an add classifies its own sentences at the next query); the
-        kept prefix is checked against the sentence ids, so a rebuilt or
-        rewritten index is classified anew. An index with no store (no texts)
-        has only statements.
+        Read from each row's act as classified at ingest and stored with it
+        (a row without one is classified here, from its text and vector), then
+        resolved in its exchange once per row: a reply fragment ("12.") is a
+        statement in a reply to a question, else filler. The kept prefix is
+        checked against the sentence ids, so a rebuilt or rewritten index is
+        resolved anew. An index with no store (no texts) has only statements.
         """
         n = self.n_sentences
         ids, acts = self._acts
@@ -286,55 +289,44 @@ class ScopeIndex:
         if self._store is None:
             new = np.zeros(n - m, dtype=np.int8)
         else:
-            new = self._classify(acts[:m], self.sentence_texts(range(m, n)), self.sentence_vectors()[m:n])
+            raw = self._raw_acts.view()[m:n].copy() if self._raw_acts.n >= n else np.full(n - m, -1, dtype=np.int8)
+            unknown = np.flatnonzero(raw < 0)
+            if unknown.size:
+                rows = unknown + m
+                raw[unknown] = self.classify_rows(self.sentence_texts(rows.tolist()), self.sentence_vectors()[rows])
+            new = self._in_context(acts[:m], raw)
         acts = np.concatenate([acts[:m], new])
         acts.flags.writeable = False
         self._acts = (sids[:n].copy(), acts)  # one assignment: a concurrent reader sees the old or the new pair
         return acts
 
-    def _extend_acts(self, rows: list[tuple[int, int, int, str]], vecs: np.ndarray) -> None:
-        """Classify appended sentences now when their texts came with them (the write path) and every earlier
-        row is classified: the next query then reads no texts back (see :meth:`sentence_acts`)."""
-        ids, acts = self._acts
-        n_before = self.n_sentences - len(rows)
-        if not rows or len(acts) != n_before or not all(r[3] for r in rows) or len(vecs) != len(rows):
-            return
-        from ..text.acts import FRAGMENT
+    def classify_rows(self, texts: Sequence[str], vecs: np.ndarray) -> np.ndarray:
+        """The acts sentences are stored with (:func:`sgmem.text.acts.stored_acts`, by :attr:`act_model`)."""
+        from ..text.acts import stored_acts
 
-        got = self._classify(acts, [r[3] for r in rows], vecs, raw_only=True)
-        if (got == FRAGMENT).any():  # read in context once the add has linked its turns (the next query)
-            return
-        new = np.concatenate([acts, got])
-        new.flags.writeable = False
-        self._acts = (self._sent_ids.view()[: self.n_sentences].copy(), new)
+        return stored_acts(texts, vecs, self.act_model)
 
-    def _classify(self, before: np.ndarray, texts: list[str], vecs: np.ndarray, raw_only: bool = False) -> np.ndarray:
-        """The acts of the sentence rows after ``before`` (the acts of every earlier row), in context: a reply
-        fragment ("12.", "Yes, I am.") is a statement when its turn replies to a question (the previous turn of
-        its thread, by another speaker, asks one), else filler (:func:`sgmem.text.acts.in_context`)."""
-        from ..text.acts import FRAGMENT, QUESTION, in_context, raw_acts
+    def _in_context(self, before: np.ndarray, raw: np.ndarray) -> np.ndarray:
+        """The acts of the sentence rows after ``before`` (the acts of every earlier row) from their stored acts,
+        in context: a reply fragment ("12.", "Yes, I am.") is a statement when its turn replies to a question
+        (the previous turn of its thread, by another speaker, asks one), else filler. Vectorised, no texts."""
+        from ..text.acts import FILLER, FRAGMENT, QUESTION, STATEMENT
 
-        if self.act_model is not None:
-            raw = self.act_model.classify(texts, vecs)
-        else:
-            raw = raw_acts(texts)
-        if raw_only:
-            return raw
+        out = raw.astype(np.int8, copy=True)
+        frag = np.flatnonzero(out == FRAGMENT)
+        if not frag.size:
+            return out
         m = len(before)
-        frag = np.flatnonzero(raw == FRAGMENT)
-        replies = np.zeros(len(raw), dtype=bool)
-        if frag.size:
-            owner = self._sent_msg.view()
-            prev, spk = self._prev.view(), self._speakers.codes()
-            known = np.concatenate([before, raw])
-            for i in frag.tolist():
-                t = int(owner[m + i])
-                p = int(prev[t])
-                if p < 0 or spk[p] == spk[t]:
-                    continue
-                lo, hi = np.searchsorted(owner, p, side="left"), np.searchsorted(owner, p, side="right")
-                replies[i] = bool((known[lo:hi] == QUESTION).any())
-        return in_context(raw, texts, replies)
+        owner = self._sent_msg.view()[: m + len(raw)]
+        known = np.concatenate([before, raw])
+        asks = np.zeros(self.n_turns, dtype=bool)
+        asks[owner[known == QUESTION]] = True
+        t = owner[m + frag]
+        p = self._prev.view()[t]
+        spk = self._speakers.codes()
+        reply = (p >= 0) & asks[np.maximum(p, 0)] & (spk[np.maximum(p, 0)] != spk[t])
+        out[frag] = np.where(reply, STATEMENT, FILLER)
+        return out
 
     def term_rows(self, term: str) -> np.ndarray | None:
         tid = self._vocab.get(term)
@@ -511,7 +503,7 @@ class ScopeIndex:
         total += sum(a.nbytes for a in self._np_cache.values() if a.base is None)
         if self._turn_norms is not None:
             total += self._turn_norms.nbytes
-        total += self._acts[0].nbytes + self._acts[1].nbytes
+        total += self._acts[0].nbytes + self._acts[1].nbytes + self._raw_acts.view().nbytes
         if self.ann is not None:
             total += int(self.ann.nbytes())
         kw = self.keywords
@@ -581,8 +573,15 @@ class ScopeIndex:
             self._term_ids.append(tid)
         self._term_ptr.append(self._term_ids.n)
 
-    def append_sentences(self, rows: list[tuple[int, int, int, str]], vecs: np.ndarray, linked: bool = False) -> None:
-        """Append sentences ``(sentence_id, message_id, idx, text)`` with their vectors (texts stay in SQLite).
+    def append_sentences(
+        self,
+        rows: list[tuple[int, int, int, str]],
+        vecs: np.ndarray,
+        linked: bool = False,
+        acts: Sequence[int] | np.ndarray | None = None,
+    ) -> None:
+        """Append sentences ``(sentence_id, message_id, idx, text)`` with their vectors (texts stay in SQLite)
+        and their stored acts (``acts``, -1 or None: classified at the next query).
 
         ``linked``: the vectors are appended to the HNSW graph's shared storage
         by the add's background insertion (:func:`sgmem.retrieval.ann.in_background`,
@@ -604,7 +603,7 @@ class ScopeIndex:
             self._sent_idx.extend([r[2] for r in rows])
         self.adjacency.grow(self.n_sentences)
         self.knn.grow(self.n_sentences)
-        self._extend_acts(rows, vecs)
+        self._raw_acts.extend(np.full(len(rows), -1, dtype=np.int8) if acts is None else np.asarray(acts, np.int8))
         if linked:
             if self.ann is None or self.ann.storage() is not self.sent_index:
                 raise RuntimeError(

@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from ..store.sqlite import SQLiteStore
+from ..text.acts import acts_identity
 from .cachefiles import load_cached, probes
+from .compact import Grow
 from .heap import release_free_heap
 from .index import ScopeIndex, _rows_of
 
@@ -39,12 +41,15 @@ def load_scope_index(
                     int(r[0]), r[1], r[2], r[3], int(r[4]), float(r[5]), int(r[6]), r[7], r[8].split(), r[9] == "tool"
                 )
         idx._postings.rebuild(idx._term_ptr.view(), idx._term_ids.view(), len(idx._words))
+        acts_ok = store.acts_current(acts_identity(act_model))  # else every row is classified anew
         sents = np.array(
             conn.execute(
-                "SELECT id, message_id, idx FROM sentences WHERE scope_id = ? ORDER BY message_id, idx", (scope_id,)
+                "SELECT id, message_id, idx, COALESCE(act, -1) FROM sentences WHERE scope_id = ? "
+                "ORDER BY message_id, idx",
+                (scope_id,),
             ).fetchall(),
             dtype=np.int64,
-        ).reshape(-1, 3)
+        ).reshape(-1, 4)
         msg_ids = idx._msg_ids.view()
         owners = np.searchsorted(msg_ids, sents[:, 1])
         if sents.size and (owners.max() >= len(msg_ids) or not np.array_equal(msg_ids[owners], sents[:, 1])):
@@ -53,6 +58,7 @@ def load_scope_index(
         idx._sent_ids.extend(sents[:, 0])
         idx._sent_msg.extend(owners)
         idx._sent_idx.extend(sents[:, 2])
+        idx._raw_acts.extend(sents[:, 3].astype(np.int8) if acts_ok else np.full(len(sents), -1, dtype=np.int8))
         spots = probes(conn, idx) if cache_dir is not None else {}
         cached = load_cached(cache_dir, idx, spots)
         if cached is not None:
@@ -85,8 +91,24 @@ def load_scope_index(
         for x, y in zip(a[keep].tolist(), b[keep].tolist(), strict=True):
             idx._next.set(x, y)
             idx._prev.set(y, x)
+    _classify_unknown(store, idx)
     release_free_heap()  # the fetched rows and blobs were temporaries
     return idx
+
+
+def _classify_unknown(store: SQLiteStore, idx: ScopeIndex) -> None:
+    """Classify the sentences stored without an act (a store written before acts were stored, or by another
+    classifier) and store their acts: once per store, never again on opening it."""
+    raw = idx._raw_acts.view()
+    unknown = np.flatnonzero(raw < 0)
+    if not unknown.size:
+        return
+    acts = idx.classify_rows(idx.sentence_texts(unknown.tolist()), idx.sentence_vectors()[unknown])
+    raw = raw.copy()
+    raw[unknown] = acts
+    idx._raw_acts = Grow(np.int8, raw)
+    ids = idx._sent_ids.view()[unknown]
+    store.save_sentence_acts([(int(a), int(i)) for a, i in zip(acts, ids, strict=True)])
 
 
 def _add_blobs(index: Any, conn: Any, sql: str, scope_id: int, dim: int) -> None:

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from ..text.acts import acts_identity
+
 __all__ = ["refresh_index"]
 
 
@@ -48,7 +50,8 @@ def refresh_index(store: Any, idx: Any) -> bool:
             (sid, last_msg),
         ).fetchall()
         sents = conn.execute(
-            "SELECT id, message_id, idx, vec FROM sentences WHERE scope_id = ? AND message_id > ? ORDER BY message_id, idx",
+            "SELECT id, message_id, idx, vec, COALESCE(act, -1) FROM sentences WHERE scope_id = ? AND message_id > ? "
+            "ORDER BY message_id, idx",
             (sid, last_msg),
         ).fetchall()
         if idx.n_turns + len(turns) != int(n_msgs) or idx.n_sentences + len(sents) != int(n_sents):
@@ -90,7 +93,8 @@ def refresh_index(store: Any, idx: Any) -> bool:
         )  # fmt: skip
     if sents:
         vecs = np.frombuffer(b"".join(bytes(r[3]) for r in sents), dtype=np.float32).reshape(len(sents), dim)
-        idx.append_sentences([(int(r[0]), int(r[1]), int(r[2]), "") for r in sents], vecs)
+        acts = [int(r[4]) for r in sents] if store.acts_current(acts_identity(idx.act_model)) else None
+        idx.append_sentences([(int(r[0]), int(r[1]), int(r[2]), "") for r in sents], vecs, acts=acts)
     knn: list[tuple[int, int, float]] = []
     for a, b, w in sedges:
         idx.add_sentence_edge(int(a), int(b))

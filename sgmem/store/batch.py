@@ -35,7 +35,10 @@ INSERT_MESSAGE = (
     "INSERT INTO messages (scope_id, thread, ext_id, role, name, content, at, at_ts, session, round_id, "
     "turn_idx, tokens, terms, metadata, vec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-INSERT_SENTENCE = "INSERT INTO sentences (scope_id, message_id, idx, start, end, text, embed_hash, vec) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+INSERT_SENTENCE = (
+    "INSERT INTO sentences (scope_id, message_id, idx, start, end, text, embed_hash, vec, act) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 def message_values(scope_id: int, thread: str, m: MessageRow, round_id: int, turn_idx: int) -> tuple[Any, ...]:

@@ -38,3 +38,4 @@ class SentenceRow:
     text: str
     embed_hash: str
     vec: np.ndarray
+    act: int | None = None  # its dialogue act out of context (sgmem.text.acts.stored_acts); None: not yet read

@@ -357,6 +357,14 @@ END
 $sgmem$
 """
 
+# Each sentence's dialogue act out of context (sgmem.text.acts.stored_acts), read once at ingest from the
+# vectors it computes: opening a store never classifies it again. NULL: not read yet (a store written before,
+# classified and filled in by its first index load); the meta key 'acts_by' names what read the acts stored
+# (another classifier's are cleared and read again, once). Plain SQL that PostgreSQL accepts too.
+_SENTENCE_ACTS = """
+ALTER TABLE sentences ADD COLUMN act INTEGER;
+"""
+
 #: (name, SQL) pairs, applied in order.
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial", _INITIAL),
@@ -368,6 +376,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0007_derived_session_index", _DERIVED_SESSION_INDEX),
     ("0008_entity_relations", _ENTITY_RELATIONS),
     ("0009_entity_ids", _ENTITY_IDS),
+    ("0010_sentence_acts", _SENTENCE_ACTS),
 )
 
 #: PostgreSQL's own form of a migration whose SQLite SQL does not translate (run as one statement, as is).

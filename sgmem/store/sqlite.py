@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import random
 import sqlite3
@@ -49,6 +50,8 @@ from .forks import guard_at_fork
 from .paths import unusable_reason
 from .rows import MessageRow, SentenceRow
 from .schema import MIGRATIONS, SCHEMA_VERSION
+
+log = logging.getLogger(__name__)
 
 __all__ = ["DB_FILENAME", "MessageRow", "SQLiteStore", "SentenceRow"]
 
@@ -186,6 +189,7 @@ class SQLiteStore:
         self._checkpointer: Checkpointer | None = None
         self._busy_timeout_s = busy_timeout_s
         self.read_only = read_only
+        self._writing = False  # inside write()
         self._lock = threading.RLock()
         guard_at_fork(self, "_lock", rank=1)  # a fork never copies another thread's transaction in progress
         if path is None:
@@ -331,6 +335,44 @@ class SQLiteStore:
                 f"but {name!r} (dim {dim}) was given. Open it with the same embedder, or use a new path."
             )
 
+    def bind_acts(self, identity: str) -> None:
+        """Record what classifies the dialogue acts stored with each sentence (``identity``,
+        :func:`sgmem.text.acts.acts_identity`). A store whose acts another classifier wrote has them cleared,
+        once: each index load classifies and stores what it finds without one (a read-only store keeps its
+        acts and classifies them anew in memory, :meth:`acts_current`)."""
+        if self.read_only or self.meta("acts_by") == identity:
+            return
+        with self.write():
+            if self.meta("acts_by") == identity:
+                return
+            if self.meta("acts_by") is not None:
+                self.conn.execute("UPDATE sentences SET act = NULL WHERE act IS NOT NULL")
+            self.conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('acts_by', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (identity,),
+            )
+
+    def acts_current(self, identity: str) -> bool:
+        """Whether the acts stored with the sentences are ``identity``'s (else they are read anew)."""
+        by = self.meta("acts_by")
+        return by == identity or (by is None and not self.read_only)
+
+    def save_sentence_acts(self, pairs: Sequence[tuple[int, int]]) -> None:
+        """Store ``(act, sentence_id)`` for sentences stored without one (best effort: a read-only store, or
+        one that stays locked, classifies them again when next opened)."""
+        if self.read_only or not pairs:
+            return
+        sql = "UPDATE sentences SET act = ? WHERE id = ? AND act IS NULL"
+        try:
+            if self.conn.in_transaction:  # inside a write (an add loading its index): part of it
+                if getattr(self, "_writing", False):
+                    self.conn.executemany(sql, pairs)
+                return
+            with self.write(timeout_s=1.0):
+                self.conn.executemany(sql, pairs)
+        except StoreError as exc:
+            log.info("acts of %d sentences not stored (%s); classified again on the next load", len(pairs), exc)
+
     def meta(self, key: str) -> str | None:
         """A value from the meta table."""
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -377,13 +419,16 @@ class SQLiteStore:
                 if timeout_s is not None:
                     with contextlib.suppress(sqlite3.Error):
                         self._raw.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
+            self._writing = True
             try:
                 yield self.conn
             except BaseException:
+                self._writing = False
                 with contextlib.suppress(sqlite3.Error):
                     self._raw.execute("ROLLBACK")
                 raise
             else:
+                self._writing = False
                 try:
                     self._raw.execute("COMMIT")
                 except sqlite3.Error as exc:
@@ -599,7 +644,7 @@ class SQLiteStore:
     def insert_sentences(self, scope_id: int, rows: Sequence[tuple[int, SentenceRow]]) -> list[int]:
         """Insert sentences ``(message_id, row)``; return their ids in order."""
         values = [
-            (scope_id, mid, s.idx, s.start, s.end, s.text, s.embed_hash, s.vec.astype(np.float32).tobytes())
+            (scope_id, mid, s.idx, s.start, s.end, s.text, s.embed_hash, s.vec.astype(np.float32).tobytes(), s.act)
             for mid, s in rows
         ]
         if self.consecutive_ids:

@@ -33,7 +33,10 @@ replayed verbatim.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
+import logging
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -44,6 +47,8 @@ from typing import Any
 import numpy as np
 
 from .lexical import STOPWORDS
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "ACT_NAMES",
@@ -58,14 +63,20 @@ __all__ = [
     "evaluate",
     "in_context",
     "labelled_acts",
+    "act_model",
+    "acts_identity",
     "raw_acts",
+    "score",
+    "stored_acts",
 ]
 
 STATEMENT, QUESTION, NON_ANSWER, FILLER, FRAGMENT = 0, 1, 2, 3, 4
 #: the act names by value (``FRAGMENT`` is the classifier's own: :func:`in_context` resolves it)
 ACT_NAMES = ("statement", "question", "non-answer", "filler", "answer")
-#: [D] the least probability at which the classifier marks a sentence filler or non-answer (else its next act)
-SURE = 0.5
+#: [D] the least probability at which the classifier marks a sentence filler or non-answer (else its next act):
+#: the least of 0.5-0.9 at which 5-fold cross-validation on the train split (folds by sentence, speakers not
+#: fitted on) marks at most 1 % of statements so (0.6 %; non-answer recall 80 %)
+SURE = 0.8
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*", re.UNICODE)
 _DIGIT = re.compile(r"\d")
@@ -184,6 +195,9 @@ def raw_acts(sentences: Iterable[str]) -> np.ndarray:
     return np.fromiter((_rule_act(s) for s in sentences), dtype=np.int8)
 
 
+_CUES_VERSION = 1  # (bump when _cues changes: shipped fits are then refitted)
+
+
 def _cues(texts: Sequence[str]) -> np.ndarray:
     """The structural cues of each text: ends with "?", opens like a question, no content word, a digit,
     and 1 / (1 + words)."""
@@ -208,6 +222,13 @@ def labelled_acts(split: str | None = None) -> list[tuple[str, int]]:
     return [(it["text"], names[it["act"]]) for it in doc["items"] if split is None or it["split"] == split]
 
 
+#: [D] the most content words (not function, greeting, thanks or assent words) a sentence marked filler has
+#: ("Thanks for telling me.": one); more, and it says something
+MAX_FILLER_CONTENT = 2
+#: [D] the L2 penalty of the fit (see :func:`_fit`)
+L2 = 10.0
+
+
 @dataclass(frozen=True)
 class _Fit:
     mean: np.ndarray
@@ -219,7 +240,7 @@ def _features(vecs: np.ndarray, texts: Sequence[str]) -> np.ndarray:
     return np.hstack([np.asarray(vecs, dtype=np.float64), _cues(texts).astype(np.float64)])
 
 
-def _fit(x: np.ndarray, y: np.ndarray, l2: float = 10.0) -> _Fit:
+def _fit(x: np.ndarray, y: np.ndarray, l2: float = L2) -> _Fit:
     """Multinomial logistic regression, L2-penalised, fitted by L-BFGS on standardised features.
 
     [D] ``l2`` 10: the best of 0.1–100 by 5-fold cross-validation on the ``train`` split alone (accuracy
@@ -250,25 +271,104 @@ def _fit(x: np.ndarray, y: np.ndarray, l2: float = 10.0) -> _Fit:
     return _Fit(mean, scale, res.x.reshape(z.shape[1], k))
 
 
-#: the speakers the labelled sentences are embedded as, like ingest embeds a sentence ("user: I'm not sure."):
-#: the user's and the assistant's; a named speaker ("Caroline: …") is read by the same fit
-TRAIN_SPEAKERS = ("user: ", "assistant: ")
-_FITS: dict[tuple[str, int, tuple[str, ...]], _Fit] = {}
+#: [D] the speakers the labelled ``train`` sentences are embedded as, each sentence once per speaker, as ingest
+#: embeds a sentence ("Priya: I'm not sure."; "" is no prefix, ``Config.speaker_prefix=False``): roles, names of
+#: several cultures, none. Fitted on all of them, the regression reads the act apart from whoever says it.
+TRAIN_SPEAKERS = (
+    "user", "assistant", "", "AI", "human", "customer", "agent", "Alice", "Bob", "Priya", "Wei", "Fatima",
+    "Kwame", "Sofia", "Hiroshi", "Mateo", "Olga", "Dr. Smith",
+)  # fmt: skip
+#: speakers never fitted on, for the held-out figures (:func:`evaluate`): every LoCoMo speaker and two more
+HELD_OUT_SPEAKERS = (
+    "Caroline", "Melanie", "Jon", "Gina", "John", "Maria", "Joanna", "Nate", "Tim", "Audrey", "Andrew", "Ingrid",
+    "Tariq",
+)  # fmt: skip
+#: the fitted weights shipped for the default embedder (``python -m sgmem.text.acts fit`` writes them)
+MODEL_FILE = "data/act_model.json"
+#: the version of the word rules' acts, recorded with the acts a store keeps (bump when the rules change)
+RULES_VERSION = 1
+_FITS: dict[tuple[str, int], _Fit] = {}
 _FITS_LOCK = threading.Lock()
+
+
+def shown(speaker: str, text: str) -> str:
+    """A sentence as ingest embeds it when ``speaker`` says it ("" : no prefix)."""
+    return f"{speaker}: {text}" if speaker else text
+
+
+@functools.cache
+def recipe() -> str:
+    """A digest of what a fit depends on besides the embedder: the ``train`` split, the speakers, the penalty
+    and the cues (a shipped fit is used only while it matches)."""
+    doc = {"train": labelled_acts("train"), "speakers": TRAIN_SPEAKERS, "l2": L2, "cues": _CUES_VERSION}
+    return hashlib.sha256(json.dumps(doc, ensure_ascii=False, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+
+def fit_classifier(embedder: Any) -> _Fit:
+    """Fit the act regression for ``embedder``: the ``train`` split said by each of :data:`TRAIN_SPEAKERS`."""
+    train = labelled_acts("train")
+    texts = [t for t, _ in train]
+    vecs = np.vstack([np.asarray(embedder.embed([shown(p, t) for t in texts])) for p in TRAIN_SPEAKERS])
+    y = np.tile(np.array([a for _, a in train]), len(TRAIN_SPEAKERS))
+    return _fit(_features(vecs, texts * len(TRAIN_SPEAKERS)), y, L2)
+
+
+def write_fit(embedder: Any, path: Any) -> None:
+    """Fit for ``embedder`` and write the weights as :data:`MODEL_FILE` does (JSON, float32 precision)."""
+    fit = fit_classifier(embedder)
+    doc = {
+        "about": "Dialogue-act regression weights (sgmem.text.acts.ActClassifier) for this embedder; regenerate "
+        "with: python -m sgmem.text.acts fit",
+        "embedder": str(embedder.name),
+        "dim": int(embedder.dim),
+        "recipe": recipe(),
+        "mean": [float(np.float32(v)) for v in fit.mean],
+        "scale": [float(np.float32(v)) for v in fit.scale],
+        "weights": [[float(np.float32(v)) for v in row] for row in fit.weights],
+    }
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, separators=(",", ":"))
+        f.write("\n")
+
+
+@functools.cache
+def _shipped() -> dict[str, Any] | None:
+    try:
+        return dict(json.loads(resources.files("sgmem").joinpath(MODEL_FILE).read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return None
+
+
+def shipped_fit(embedder: Any) -> _Fit | None:
+    """The shipped fit for ``embedder`` (same name and dimension, same :func:`recipe`), else None."""
+    doc = _shipped()
+    if doc is None:
+        return None
+    if doc["embedder"] != str(getattr(embedder, "name", "")) or doc["dim"] != int(embedder.dim):
+        return None
+    if doc["recipe"] != recipe():
+        return None
+    return _Fit(np.array(doc["mean"]), np.array(doc["scale"]), np.array(doc["weights"]))
 
 
 class ActClassifier:
     """Dialogue acts by meaning: a logistic regression on an embedder's sentence vectors (module docstring).
 
     Args:
-        embedder: the embedder whose vectors it reads; the labelled ``train``
-            split is embedded with it once per process (fitted lazily, on first use).
+        embedder: the embedder whose vectors it reads. The fit shipped for it
+            is used (the default MiniLM); otherwise the labelled ``train``
+            split is embedded with it once per process, as said by each of
+            :data:`TRAIN_SPEAKERS` (fitted lazily, on first use).
     """
 
-    def __init__(self, embedder: Any, speaker_prefix: bool = True) -> None:
+    def __init__(self, embedder: Any) -> None:
         self._embedder = embedder
-        self._prefixes = TRAIN_SPEAKERS if speaker_prefix else ("",)
-        self._key = (str(getattr(embedder, "name", type(embedder).__name__)), int(embedder.dim), self._prefixes)
+        self._key = (str(getattr(embedder, "name", type(embedder).__name__)), int(embedder.dim))
+
+    @property
+    def identity(self) -> str:
+        """What produced the acts (kept with the acts a store holds: others are classified anew)."""
+        return f"model:{recipe()}:{self._key[0]}:{self._key[1]}"
 
     def _model(self) -> _Fit:
         fit = _FITS.get(self._key)
@@ -276,17 +376,16 @@ class ActClassifier:
             with _FITS_LOCK:
                 fit = _FITS.get(self._key)
                 if fit is None:
-                    train = labelled_acts("train") * len(self._prefixes)
-                    texts = [t for t, _ in train]
-                    n = len(texts) // len(self._prefixes)
-                    shown = [p + t for i, p in enumerate(self._prefixes) for t in texts[i * n : (i + 1) * n]]
-                    vecs = np.asarray(self._embedder.embed(shown), dtype=np.float64)
-                    fit = _FITS[self._key] = _fit(_features(vecs, texts), np.array([a for _, a in train]))
+                    fit = shipped_fit(self._embedder)
+                    if fit is None:
+                        log.info("fitting the dialogue-act classifier for embedder %r (once per process)", self._key[0])
+                        fit = fit_classifier(self._embedder)
+                    _FITS[self._key] = fit
         return fit
 
     def probabilities(self, texts: Sequence[str], vecs: np.ndarray) -> np.ndarray:
         """(n, 5) probability of each act (:data:`ACT_NAMES` order) for sentences with their vectors (as ingest
-        embeds them: with the speaker's name in front when ``speaker_prefix``)."""
+        embeds them, with or without the speaker's name in front)."""
         if not len(texts):
             return np.zeros((0, len(ACT_NAMES)))
         fit = self._model()
@@ -298,44 +397,149 @@ class ActClassifier:
 
     def classify(self, texts: Sequence[str], vecs: np.ndarray) -> np.ndarray:
         """The act of each sentence out of context (int8; :data:`FRAGMENT` included, see :func:`in_context`)."""
-        p = self.probabilities(texts, vecs)
-        unsure = p.copy()
-        for act in (FILLER, NON_ANSWER):  # a fact is never lost on a guess
-            low = unsure[:, act] < SURE
-            unsure[low, act] = -1.0
-        acts = unsure.argmax(axis=1).astype(np.int8)
-        empty = np.array([not _WORD.search(t) and not _DIGIT.search(t) for t in texts], dtype=bool)
-        acts[empty] = FILLER  # punctuation and emoji alone
-        return acts
+        return _decide(self.probabilities(texts, vecs), texts)
+
+
+def _decide(p: np.ndarray, texts: Sequence[str], sure: float = SURE) -> np.ndarray:
+    """Each row's most probable act, filler and non-answer only at ``sure`` or more (a fact is never lost on a
+    guess), a question only in a question's form ("?", or a question's opening without a closing "." or "!");
+    punctuation and emoji alone are filler."""
+    unsure = p.copy()
+    for act in (FILLER, NON_ANSWER):
+        unsure[unsure[:, act] < sure, act] = -1.0
+    acts = unsure.argmax(axis=1).astype(np.int8)
+    for i in np.flatnonzero(acts == QUESTION).tolist():  # a question has a question's form ("?" or its opening)
+        if not _asks(texts[i]):
+            unsure[i, QUESTION] = -1.0
+            acts[i] = int(unsure[i].argmax())
+    for i in np.flatnonzero(acts == FILLER).tolist():  # filler says a word or two of content, and answers nothing
+        t = texts[i]
+        if _rule_act(t) == FRAGMENT:  # a number, a yes or a no: an answer in a reply (in_context)
+            acts[i] = FRAGMENT
+        elif len(_content(_words(t))) > MAX_FILLER_CONTENT:
+            unsure[i, FILLER] = -1.0
+            acts[i] = int(unsure[i].argmax())
+    empty = np.array([not _WORD.search(t) and not _DIGIT.search(t) for t in texts], dtype=bool)
+    acts[empty] = FILLER
+    return acts
+
+
+def act_model(embedder: Any, mode: str = "auto") -> ActClassifier | None:
+    """[D] What reads the dialogue acts (``Config.acts``): ``"model"`` the classifier (fitted lazily for an
+    embedder with no shipped fit), ``"rules"`` the word rules (None), ``"auto"`` the classifier when a fit ships
+    for the embedder or it is a sentence-transformers model, else the rules (a toy or test embedder's vectors
+    carry no meaning to fit on)."""
+    if mode == "rules":
+        return None
+    model = ActClassifier(embedder)
+    if mode == "model":
+        return model
+    if model._key in _FITS or shipped_fit(embedder) is not None:
+        return model
+    from ..embed.minilm import SentenceTransformerEmbedder
+
+    inner = getattr(embedder, "base", embedder)  # a caching wrapper's model
+    return model if isinstance(inner, SentenceTransformerEmbedder) else None
+
+
+def acts_identity(model: ActClassifier | None) -> str:
+    """What produces the raw acts: the classifier's :attr:`ActClassifier.identity` or the word rules'."""
+    return model.identity if model is not None else f"rules:{RULES_VERSION}"
+
+
+def stored_acts(texts: Sequence[str], vecs: np.ndarray, model: ActClassifier | None = None) -> np.ndarray:
+    """The act each sentence is stored with at ingest (int8): ``model``'s act out of context (the word rules'
+    when None), a reply fragment with a content word already a statement; what is left of :data:`FRAGMENT`
+    is resolved by its exchange alone (:func:`in_context`, vectorised on the index)."""
+    raw = model.classify(texts, vecs) if model is not None else raw_acts(texts)
+    for i in np.flatnonzero(raw == FRAGMENT).tolist():
+        if _content(_words(texts[i])):
+            raw[i] = STATEMENT
+    return raw
 
 
 def in_context(acts: np.ndarray, texts: Sequence[str], replies: np.ndarray) -> np.ndarray:
     """The acts with each :data:`FRAGMENT` resolved: a statement in a reply to a question (``replies``: per
     sentence, whether its turn replies to a question), filler elsewhere unless it has a content word."""
     out = np.asarray(acts, dtype=np.int8).copy()
-    for i in np.flatnonzero(out == FRAGMENT):
+    for i in np.flatnonzero(out == FRAGMENT).tolist():
         out[i] = STATEMENT if replies[i] or _content(_words(texts[i])) else FILLER
     return out
 
 
-def evaluate(embedder: Any, split: str = "test", speaker: str = "user") -> dict[str, dict[str, float]]:
+def evaluate(
+    embedder: Any, split: str = "test", speakers: Sequence[str] = ("user",), model: ActClassifier | None = None
+) -> dict[str, dict[str, float]]:
     """Precision, recall and support per act of the classifier (fitted on ``train``) on a labelled split, each
-    sentence said by ``speaker`` (embedded as ingest does, "user: …"), plus the share of statements marked
-    filler or non-answer (``lost``)."""
+    sentence said by each of ``speakers`` (embedded as ingest does, "user: …"), plus ``kept_down``: of the
+    sentences marked filler or non-answer, the share that truly are one (``precision``), and the share of
+    labelled statements so marked (``facts_lost``)."""
     data = labelled_acts(split)
     texts = [t for t, _ in data]
-    truth = np.array([a for _, a in data])
-    vecs = np.asarray(embedder.embed([f"{speaker}: {t}" for t in texts]))
-    got = ActClassifier(embedder).classify(texts, vecs)
+    model = model or ActClassifier(embedder)
+    truth = np.tile(np.array([a for _, a in data]), len(speakers))
+    got = np.concatenate(
+        [model.classify(texts, np.asarray(embedder.embed([shown(p, t) for t in texts]))) for p in speakers]
+    )
+    return score(truth, got)
+
+
+def score(truth: np.ndarray, got: np.ndarray) -> dict[str, dict[str, float]]:
+    """Per act precision, recall and support of ``got`` against ``truth`` (see :func:`evaluate`)."""
     out: dict[str, dict[str, float]] = {}
     for a, name in enumerate(ACT_NAMES):
         tp = int(((got == a) & (truth == a)).sum())
         marked, real = int((got == a).sum()), int((truth == a).sum())
-        out[name] = {
-            "precision": tp / marked if marked else 1.0,
-            "recall": tp / real if real else 1.0,
-            "support": real,
-        }
+        out[name] = {"precision": tp / marked if marked else 1.0, "recall": tp / real if real else 1.0, "support": real}
+    down = np.isin(got, (FILLER, NON_ANSWER))
     stated = truth == STATEMENT
-    out["statement"]["lost"] = float(np.isin(got[stated], (FILLER, NON_ANSWER)).mean()) if stated.any() else 0.0
+    out["kept_down"] = {
+        "precision": float(np.isin(truth[down], (FILLER, NON_ANSWER)).mean()) if down.any() else 1.0,
+        "marked": int(down.sum()),
+        "facts_lost": float(down[stated].mean()) if stated.any() else 0.0,
+    }
     return out
+
+
+def _report(title: str, scores: dict[str, dict[str, float]]) -> str:
+    rows = [title, f"{'act':<12}{'support':>8}{'precision':>11}{'recall':>8}"]
+    for name in ACT_NAMES:
+        s = scores[name]
+        rows.append(f"{name:<12}{int(s['support']):>8}{100 * s['precision']:>10.1f}%{100 * s['recall']:>7.1f}%")
+    k = scores["kept_down"]
+    rows.append(
+        f"marked filler or non-answer: {int(k['marked'])}, truly so {100 * k['precision']:.1f}%; "
+        f"statements so marked {100 * k['facts_lost']:.1f}%"
+    )
+    return "\n".join(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m sgmem.text.acts``: the held-out figures of the default embedder's classifier and the rules;
+    ``python -m sgmem.text.acts fit``: regenerate the shipped fit (:data:`MODEL_FILE`) in this source tree."""
+    import sys
+    from pathlib import Path
+
+    from ..embed import default_embedder
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    emb = default_embedder()
+    if args[:1] == ["fit"]:
+        path = Path(__file__).resolve().parent.parent / MODEL_FILE
+        write_fit(emb, path)
+        print(f"wrote {path} (recipe {recipe()})")
+        return 0
+    data = labelled_acts("test")
+    truth = np.array([a for _, a in data])
+    print(_report(f"word rules, {len(data)} held-out sentences", score(truth, raw_acts([t for t, _ in data]))))
+    for label, speakers in (
+        ("said by user and assistant (fitted speakers)", ("user", "assistant")),
+        ("said by speakers never fitted on: " + ", ".join(HELD_OUT_SPEAKERS), HELD_OUT_SPEAKERS),
+    ):
+        print()
+        print(_report(f"classifier, held-out sentences {label}", evaluate(emb, "test", speakers)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
