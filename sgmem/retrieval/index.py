@@ -509,6 +509,10 @@ class ScopeIndex:
         total += self._threads.nbytes + self._sessions.nbytes + self._speakers.nbytes
         total += self._postings.nbytes + self.adjacency.nbytes + self.knn.nbytes
         total += sum(a.nbytes for a in self._np_cache.values() if a.base is None)
+        # a derived object (one per index version, e.g. the hybrid's act table) counts its own arrays
+        total += sum(
+            int(getattr(a.item(), "nbytes", 0)) for a in self._np_cache.values() if a.dtype == object and a.size == 1
+        )
         if self._turn_norms is not None:
             total += self._turn_norms.nbytes
         total += self._acts[0].nbytes + self._acts[1].nbytes

@@ -375,7 +375,8 @@ class Retriever:
         if allowed is not None:
             best[~allowed] = -np.inf
         top = [int(r) for r in _top(best, k)]
-        srows = _Acts.content_rows(idx, self.config.hybrid, d, top)  # (the why's sentence: never filler where the turn has content)
+        # the why's sentence: never filler where the turn has content
+        srows = _Acts.content_rows(idx, self.config.hybrid, d, top)
         texts = idx.sent_text.many([s for s in srows if s >= 0])
         text_of = dict(zip([s for s in srows if s >= 0], texts, strict=True))
         return [
@@ -663,7 +664,9 @@ class _ActTable:
         self.any_act = bool(acts.any())
         self.any_tool = bool(self.tool_turn.any())
         self.has_filler = bool((acts == FILLER).any())
-        tool = self.tool_turn[idx.array("sent_msg")].astype(bool) if n and h.tool_weight != 1.0 and self.any_tool else None
+        tool = (
+            self.tool_turn[idx.array("sent_msg")].astype(bool) if n and h.tool_weight != 1.0 and self.any_tool else None
+        )
         self.active = bool(n and (self.any_act or tool is not None))
         empty = np.zeros(0, dtype=np.intp)
         self.sent_w = np.ones(0, dtype=np.float32)
