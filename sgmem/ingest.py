@@ -185,6 +185,30 @@ def _merge_candidates(
     return [(b0 + r, int(top_t[r, c]), float(top_d[r, c])) for r, c in zip(rows.tolist(), cols.tolist(), strict=True)]
 
 
+#: [D] an add's new sentences are compared with each other exactly up to this many (every ordinary message and
+#: batch); past it by an HNSW graph (:func:`knn_edges`): exactly, one message of 40,000 short lines spent
+#: most of its add comparing its own sentences with each other (quadratic)
+EXACT_NEW_SENTENCES = 8192
+
+
+def _new_hnsw(dim: int, ann: Any) -> Any:
+    """An empty HNSW graph (inner product) with the scope's HNSW settings when it has one, else the defaults."""
+    import faiss
+
+    from .config import GraphConfig
+
+    g = GraphConfig()
+    m, ef_c, ef_s = (
+        (ann.m, ann.ef_construction, ann.ef_search)
+        if ann is not None
+        else (g.knn_hnsw_m, g.knn_hnsw_ef_construction, g.knn_hnsw_ef_search)
+    )
+    graph = faiss.IndexHNSWFlat(dim, m, faiss.METRIC_INNER_PRODUCT)
+    graph.hnsw.efConstruction = ef_c
+    graph.hnsw.efSearch = ef_s
+    return graph
+
+
 def knn_edges(
     idx: ScopeIndex,
     new_vecs: np.ndarray,
@@ -193,6 +217,7 @@ def knn_edges(
     block: int = 1024,
     ann: Any = None,
     threads: int = 1,
+    exact_new: int | None = None,
 ) -> list[tuple[int, int, float]]:
     """SGMem similarity edges for new sentences (ALGORITHMS §1.2 step 4).
 
@@ -204,10 +229,17 @@ def knn_edges(
     rows), the existing candidates come from it (exact cosines, approximate
     neighbour sets); the new sentences are always compared exactly.
     ``threads``: the HNSW search's threads (:meth:`AnnIndex.candidates`; same ids).
+    The new sentences are compared with each other exactly for the first
+    ``exact_new`` of them (default :data:`EXACT_NEW_SENTENCES`); past that
+    (one message of tens of thousands of lines), each block of ``block`` new
+    sentences is compared exactly with itself and finds its earlier ones in an
+    HNSW graph over them, so the add's cost grows as n log n, not n².
     """
     n_new = len(new_vecs)
     if k <= 0 or n_new == 0:
         return []
+    exact_new = EXACT_NEW_SENTENCES if exact_new is None else exact_new
+    graph: Any = None
     existing = idx.sentence_vectors()  # zero-copy view of the FAISS flat index
     edges: list[tuple[int, int, float]] = []
     for b0 in range(0, n_new, block):
@@ -216,7 +248,21 @@ def knn_edges(
         if len(existing):
             found = ann.top_k(blk, existing, k, threads) if ann is not None else _top_k_inner(blk, existing, k)
             cands.append((*found, False))
-        if b0 > 0 or len(blk) > 1:
+        if b0 >= exact_new:  # a very long add: its earlier sentences from an HNSW graph, its own block exactly
+            if graph is None:
+                graph = _new_hnsw(new_vecs.shape[1], ann)
+            if graph.ntotal < b0:
+                graph.add(np.ascontiguousarray(new_vecs[graph.ntotal : b0], dtype=np.float32))
+            graph.hnsw.efSearch = max(int(graph.hnsw.efSearch), k)
+            d_far, ix_far = graph.search(np.ascontiguousarray(blk, dtype=np.float32), k)
+            d_far = np.where(ix_far >= 0, d_far, -np.inf)
+            cands.append((d_far, np.maximum(ix_far, 0), True))
+            sims = blk @ blk.T
+            sims = np.where(np.arange(len(blk))[None, :] < np.arange(len(blk))[:, None], sims, -np.inf)
+            kk = min(k, len(blk))
+            part = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
+            cands.append((np.take_along_axis(sims, part, axis=1), part + b0, True))
+        elif b0 > 0 or len(blk) > 1:
             prev = new_vecs[: b0 + len(blk)]
             sims = blk @ prev.T  # (blk, b0+len(blk))
             # only strictly earlier new sentences

@@ -52,6 +52,12 @@ class Grow:
         self.n += len(vals)
         self._v = None
 
+    def trim(self) -> None:
+        """Give back the room kept for appends (a column loaded in full keeps no doubling slack)."""
+        if len(self._a) > max(self.n, 16):
+            self._a = self._a[: self.n].copy()
+            self._v = None
+
     def view(self) -> np.ndarray:
         """The filled part (a read-only view; appends later never change it)."""
         v = self._v

@@ -480,37 +480,40 @@ class ScopeIndex:
         return idf(self.n_turns, 0 if rows is None else len(rows))
 
     def nbytes(self) -> int:
-        """An estimate of the bytes this index holds in memory (vectors, columns, caches)."""
-        grows = (
-            self._msg_ids,
-            self._round_ids,
-            self._at_ts,
-            self._tokens,
-            self._prev,
-            self._next,
-            self._tool,
-            self._term_ptr,
-            self._term_ids,
-            self._sent_ids,
-            self._sent_msg,
-            self._sent_idx,
+        """An estimate of the bytes this index holds in memory (vectors, columns, caches; see :meth:`nbytes_parts`)."""
+        return sum(self.nbytes_parts().values())
+
+    def nbytes_parts(self) -> dict[str, int]:
+        """:meth:`nbytes` part by part: ``vectors``, ``turn_columns``, ``sentence_columns``, ``terms`` (vocabulary,
+        ext ids, postings), ``names`` (threads, sessions, speakers), ``graph_edges`` (similarity and kNN lists),
+        ``acts``, ``caches`` (derived arrays, turn norms), ``ann`` (HNSW links) and ``keywords`` (the pyramid's)."""
+        turn_cols = (self._msg_ids, self._round_ids, self._at_ts, self._tokens, self._prev, self._next, self._tool)
+        cache = sum(a.nbytes for a in self._np_cache.values() if a.base is None)
+        # a derived object (one per index version, e.g. the hybrid's act table) counts its own arrays
+        cache += sum(
+            int(getattr(a.item(), "nbytes", 0)) for a in self._np_cache.values() if a.dtype == object and a.size == 1
         )
-        total = sum(g.nbytes for g in grows)
-        total += 4 * self.dim * self.sent_index.ntotal  # turn vectors are not held (see turn_vectors)
-        total += self._str_bytes  # ext id and vocabulary strings, list and dict slots (counted as appended)
-        total += self._threads.nbytes + self._sessions.nbytes + self._speakers.nbytes
-        total += self._postings.nbytes + self.adjacency.nbytes + self.knn.nbytes
-        total += sum(a.nbytes for a in self._np_cache.values() if a.base is None)
         if self._turn_norms is not None:
-            total += self._turn_norms.nbytes
-        total += self._acts[0].nbytes + self._acts[1].nbytes + self._raw_acts.view().nbytes
-        if self.ann is not None:
-            total += int(self.ann.nbytes())
+            cache += self._turn_norms.nbytes
         kw = self.keywords
-        if kw is not None:
+        return {
+            "vectors": 4 * self.dim * self.sent_index.ntotal,  # turn vectors are not held (see turn_vectors)
+            "turn_columns": sum(g.nbytes for g in turn_cols),
+            "sentence_columns": self._sent_ids.nbytes + self._sent_msg.nbytes + self._sent_idx.nbytes,
+            # ext id and vocabulary strings, list and dict slots (counted as appended), each turn's term ids
+            "terms": self._str_bytes + self._term_ptr.nbytes + self._term_ids.nbytes + self._postings.nbytes,
+            "names": self._threads.nbytes + self._sessions.nbytes + self._speakers.nbytes,
+            "graph_edges": self.adjacency.nbytes + self.knn.nbytes,
+            "acts": self._acts[0].nbytes + self._acts[1].nbytes + self._raw_acts.view().nbytes,
+            "caches": cache,
+            "ann": int(self.ann.nbytes()) if self.ann is not None else 0,
             # canonical entries and their postings; entry vectors twice (the list and the stacked matrix)
-            total += len(kw.ids) * KEYWORD_BYTES + len(kw.entry_keys) * self.dim * 8 + len(kw.turn_kws) * 120
-        return int(total)
+            "keywords": (
+                len(kw.ids) * KEYWORD_BYTES + len(kw.entry_keys) * self.dim * 8 + len(kw.turn_kws) * 120
+                if kw is not None
+                else 0
+            ),
+        }
 
     # --------------------------------------------------------------- append
     def _changed(self) -> None:

@@ -91,7 +91,12 @@ def load_scope_index(
         for x, y in zip(a[keep].tolist(), b[keep].tolist(), strict=True):
             idx._next.set(x, y)
             idx._prev.set(y, x)
+    for col in (idx._msg_ids, idx._round_ids, idx._at_ts, idx._tokens, idx._prev, idx._next, idx._tool):
+        col.trim()  # the turn columns grew by doubling while loaded
+    for col in (idx._term_ptr, idx._term_ids, idx._sent_ids, idx._sent_msg, idx._sent_idx):
+        col.trim()
     _classify_unknown(store, idx)
+    idx._raw_acts.trim()
     release_free_heap()  # the fetched rows and blobs were temporaries
     return idx
 

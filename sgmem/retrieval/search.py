@@ -381,7 +381,8 @@ class Retriever:
         if allowed is not None:
             best[~allowed] = -np.inf
         top = [int(r) for r in _top(best, k)]
-        srows = _Acts.content_rows(idx, d, top)  # (the why's sentence: never filler where the turn has content)
+        # the why's sentence: never filler where the turn has content
+        srows = _Acts.content_rows(idx, self.config.hybrid, d, top)
         texts = idx.sent_text.many([s for s in srows if s >= 0])
         text_of = dict(zip([s for s in srows if s >= 0], texts, strict=True))
         return [
@@ -635,6 +636,112 @@ class Retriever:
         return out
 
 
+class _ActTable:
+    """What the dialogue-act weights need that no query changes, built once per index version.
+
+    Kept among the index's derived arrays (:meth:`ScopeIndex.derived`), so an
+    add, a new turn edge or a reload builds it anew. ``sent_w``: each
+    sentence's weight before the query's echoes (statement and filler 1,
+    question, non-answer, times ``tool_weight`` in a tool's output and ``assistant_weight`` in the
+    assistant's text);
+    ``turn_w``: each turn's best weight of a sentence that is not filler (0:
+    filler alone, or no sentence). ``w_runs``: the runs of sentences
+    (``sent_starts``) holding a sentence whose weight is not 1 or may become
+    another (a question: an echo of the query), ``w_rows``/``w_local`` their
+    rows and where each run starts among them: every other run's weighted
+    reductions are its raw ones. ``q_rows``: the question rows;
+    ``ask_turns``/``ask_replies``: the turns with a question whose next turn
+    in the thread is by another speaker, and that reply, ``ask_rows``/``ask_local``
+    their question rows grouped per turn.
+    """
+
+    __slots__ = (
+        "acts", "active", "any_act", "any_tool", "has_filler", "tool_turn", "sent_w", "turn_w",
+        "w_runs", "w_rows", "w_local", "w_sub", "q_rows", "q_tool", "q_said", "ask_turns", "ask_replies",
+        "ask_rows", "ask_local",
+    )  # fmt: skip
+
+    @staticmethod
+    def of(idx: ScopeIndex, h: Any) -> _ActTable:
+        """The table of ``idx`` for the weights of ``h`` (built at the first query after a change)."""
+        key = f"act_table:{h.question_weight!r}:{h.non_answer_weight!r}:{h.tool_weight!r}:{h.assistant_weight!r}"
+        holder = idx.derived(key, lambda: np.array(_ActTable(idx, h), dtype=object))
+        return holder.item()  # type: ignore[no-any-return]
+
+    def __init__(self, idx: ScopeIndex, h: Any) -> None:
+        n = idx.n_sentences
+        self.acts = acts = idx.sentence_acts() if n else np.zeros(0, dtype=np.int8)
+        self.tool_turn = idx.array("tool")
+        self.any_act = bool(acts.any())
+        self.any_tool = bool(self.tool_turn.any())
+        self.has_filler = bool((acts == FILLER).any())
+        tool = (
+            self.tool_turn[idx.array("sent_msg")].astype(bool) if n and h.tool_weight != 1.0 and self.any_tool else None
+        )
+        said = _assistant_sentences(idx, h) if n else None
+        self.active = bool(n and (self.any_act or tool is not None or said is not None))
+        empty = np.zeros(0, dtype=np.intp)
+        self.sent_w = np.ones(0, dtype=np.float32)
+        self.turn_w = np.ones(0, dtype=np.float64)
+        self.w_runs = self.w_rows = self.w_local = self.q_rows = empty
+        self.w_sub = np.ones(0, dtype=np.float32)
+        self.q_tool = self.q_said = np.zeros(0, dtype=bool)
+        self.ask_turns = self.ask_replies = self.ask_rows = self.ask_local = empty
+        if not self.active:
+            return
+        # filler counts as it is inside a turn with content (its cosines change little there, and leaving them
+        # out of a whole-turn cosine would skew it); a turn of filler alone gets turn weight 0
+        table = np.array([1.0, h.question_weight, h.non_answer_weight, 1.0], dtype=np.float32)
+        sent_w = table[acts]
+        if tool is not None:  # a tool's output weighs under what was said (HybridConfig.tool_weight)
+            sent_w[tool] *= np.float32(h.tool_weight)
+        if said is not None:  # the assistant's text weighs under the user's (HybridConfig.assistant_weight)
+            sent_w[said] *= np.float32(h.assistant_weight)
+        starts, run_turns = idx.array("sent_starts"), idx.array("sent_turns")
+        self.turn_w = np.zeros(idx.n_turns, dtype=np.float64)
+        self.turn_w[run_turns] = np.maximum.reduceat(np.where(acts == FILLER, np.float32(0.0), sent_w), starts)
+        is_q = acts == QUESTION
+        self.q_rows = np.flatnonzero(is_q)
+        self.q_tool = tool[self.q_rows] if tool is not None else np.zeros(self.q_rows.size, dtype=bool)
+        self.q_said = said[self.q_rows] if said is not None else np.zeros(self.q_rows.size, dtype=bool)
+        run_of = np.searchsorted(starts, np.flatnonzero((sent_w != 1.0) | is_q), side="right") - 1
+        self.w_runs = np.unique(run_of)
+        self.w_rows, self.w_local = _runs_rows(idx, self.w_runs)
+        self.w_sub = sent_w[self.w_rows]
+        self.sent_w = sent_w
+        # the exchanges a stored question opens: the next turn of its thread, by another speaker
+        q_turns = idx.array("sent_msg")[self.q_rows]
+        asked = np.unique(q_turns)
+        reply = idx.array("next_row")[asked]
+        spk = idx.array("speakers")
+        ok = reply >= 0
+        ok[ok] = spk[reply[ok]] != spk[asked[ok]]
+        self.ask_turns, self.ask_replies = asked[ok], reply[ok]
+        keep = np.isin(q_turns, self.ask_turns)
+        self.ask_rows = self.q_rows[keep]
+        kept_turns = q_turns[keep]
+        self.ask_local = np.flatnonzero(np.r_[True, kept_turns[1:] != kept_turns[:-1]]) if kept_turns.size else empty
+        for arr in (self.sent_w, self.turn_w):
+            arr.flags.writeable = False
+
+    @property
+    def nbytes(self) -> int:
+        return sum(getattr(self, a).nbytes for a in self.__slots__ if isinstance(getattr(self, a), np.ndarray))
+
+
+def _runs_rows(idx: ScopeIndex, runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sentence rows of the runs ``runs`` (ascending; concatenated) and where each run starts among them."""
+    starts = idx.array("sent_starts")
+    if not runs.size:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    lo = starts[runs]
+    hi = np.where(runs + 1 < starts.size, starts[np.minimum(runs + 1, starts.size - 1)], idx.n_sentences)
+    counts = hi - lo
+    local = np.r_[0, np.cumsum(counts)[:-1]].astype(np.intp)
+    rows = np.repeat(lo - local, counts) + np.arange(int(counts.sum()))
+    return rows.astype(np.intp), local
+
+
 class _Acts:
     """The dialogue acts of one query's sentences as ranking weights (:mod:`sgmem.text.acts`,
     ``HybridConfig.question_weight`` / ``non_answer_weight`` / ``reply_weight``).
@@ -643,42 +750,56 @@ class _Acts:
     filler 1 (a turn of filler alone is set apart by ``turn_w``); a question whose cosine to the query is at least ``echo_cosine``
     is an echo of it and weighs ``echo_weight``); ``turn_w``: each turn's best sentence weight (0: filler alone,
     or no sentence). ``active`` is False when every sentence is a statement
-    (nothing to weigh: the channels are used as they are).
+    (nothing to weigh: the channels are used as they are). What no query changes comes from the index's
+    :class:`_ActTable`; a query adds its echoes, and only the runs holding a weighted sentence are reduced again.
     """
 
-    __slots__ = ("idx", "acts", "sent_w", "turn_w", "active")
+    __slots__ = ("idx", "acts", "sent_w", "turn_w", "active", "table", "_w_sub")
 
     def __init__(self, idx: ScopeIndex, h: Any, cos: np.ndarray) -> None:
         self.idx = idx
-        self.acts = idx.sentence_acts() if cos.size else np.zeros(0, dtype=np.int8)
-        tool = _tool_sentences(idx, h) if cos.size else None
-        said = _assistant_sentences(idx, h) if cos.size else None
-        self.active = bool(self.acts.size and (self.acts.any() or tool is not None or said is not None))
+        t = self.table = _ActTable.of(idx, h) if cos.size else None
+        self.acts = t.acts if t is not None else np.zeros(0, dtype=np.int8)
+        self.active = bool(t is not None and t.active)
         self.sent_w = np.ones(0, dtype=np.float32)  # (set below when any sentence is not a statement)
         self.turn_w = np.ones(0, dtype=np.float64)
-        if self.active:
-            # filler counts as it is inside a turn with content (its cosines change little there, and leaving them
-            # out of a whole-turn cosine would skew it); a turn of filler alone gets turn weight 0
-            table = np.array([1.0, h.question_weight, h.non_answer_weight, 1.0], dtype=np.float32)
-            self.sent_w = table[self.acts]
-            # a stored question (nearly) the query itself: the query asked before, no evidence of its own
-            echo = (self.acts == QUESTION) & (cos >= h.echo_cosine)
-            if echo.any():
-                self.sent_w[echo] = h.echo_weight
-            if tool is not None:  # a tool's output weighs under what was said (HybridConfig.tool_weight)
-                self.sent_w[tool] *= np.float32(h.tool_weight)
-            if said is not None:  # the assistant's text weighs under the user's (HybridConfig.assistant_weight)
-                self.sent_w[said] *= np.float32(h.assistant_weight)
-            self.turn_w = np.zeros(idx.n_turns, dtype=np.float64)
-            starts = idx.array("sent_starts")
-            content_w = np.where(self.acts == FILLER, np.float32(0.0), self.sent_w)
-            self.turn_w[idx.array("sent_turns")] = np.maximum.reduceat(content_w, starts)
+        self._w_sub = np.ones(0, dtype=np.float32)
+        if not self.active or t is None:
+            return
+        self.sent_w, self.turn_w, self._w_sub = t.sent_w, t.turn_w, t.w_sub
+        # a stored question (nearly) the query itself: the query asked before, no evidence of its own
+        hit = cos[t.q_rows] >= h.echo_cosine
+        if not hit.any():
+            return
+        echo, echo_tool = t.q_rows[hit], t.q_tool[hit]
+        w = np.full(echo.size, h.echo_weight, dtype=np.float32)
+        w[echo_tool] *= np.float32(h.tool_weight)
+        w[t.q_said[hit]] *= np.float32(h.assistant_weight)
+        self.sent_w = t.sent_w.copy()
+        self.sent_w[echo] = w
+        self._w_sub = self.sent_w[t.w_rows]
+        # the turns of the echoes: their best weight again, over their own sentences
+        starts = idx.array("sent_starts")
+        runs = np.unique(np.searchsorted(starts, echo, side="right") - 1)
+        rows, local = _runs_rows(idx, runs)
+        content = np.where(self.acts[rows] == FILLER, np.float32(0.0), self.sent_w[rows])
+        self.turn_w = t.turn_w.copy()
+        self.turn_w[idx.array("sent_turns")[runs]] = np.maximum.reduceat(content, local)
 
     def weighted(self, d: TurnDense) -> TurnDense:
-        """``d`` with each sentence cosine times its act weight (a new scan's worth of reductions)."""
-        if not self.active:
+        """``d`` with each sentence cosine times its act weight, its reductions redone only for the runs that
+        hold a weighted sentence (a run of statements and filler keeps the raw values: x × 1 = x)."""
+        if not self.active or self.table is None:
             return d
-        return TurnDense(self.idx, d.cos * self.sent_w)
+        t = self.table
+        cos = d.cos * self.sent_w
+        seg_max, seg_sum = d._reduced()
+        seg_max, seg_sum = seg_max.copy(), seg_sum.copy()
+        if t.w_runs.size:
+            sub = d.cos[t.w_rows] * self._w_sub
+            seg_max[t.w_runs] = np.maximum.reduceat(sub, t.w_local)
+            seg_sum[t.w_runs] = np.add.reduceat(sub, t.w_local, dtype=np.float64)
+        return TurnDense(self.idx, cos, (seg_max, seg_sum))
 
     def best_rows(self, d: TurnDense, turns: Sequence[int]) -> list[int]:
         """Each turn's best sentence by ``d``; never filler (-1 for a turn of filler alone)."""
@@ -696,37 +817,26 @@ class _Acts:
         return lo + int(keep[np.argmax(cos[lo:hi][keep])]) if keep.size else -1  # (filler alone: no sentence)
 
     @staticmethod
-    def content_rows(idx: ScopeIndex, d: TurnDense, turns: Sequence[int]) -> list[int]:
+    def content_rows(idx: ScopeIndex, h: Any, d: TurnDense, turns: Sequence[int]) -> list[int]:
         """:meth:`best_rows` by the raw cosines (modes that rank without the act weights)."""
         acts = _Acts.__new__(_Acts)
         acts.idx = idx
-        acts.acts = idx.sentence_acts() if d.cos.size else np.zeros(0, dtype=np.int8)
-        acts.active = bool(acts.acts.size and (acts.acts == FILLER).any())
+        t = _ActTable.of(idx, h) if d.cos.size else None
+        acts.acts = t.acts if t is not None else np.zeros(0, dtype=np.int8)
+        acts.active = bool(t is not None and t.has_filler)
         return acts.best_rows(d, turns)
 
     def reply_channel(self, cos: np.ndarray, weight: float) -> np.ndarray:
         """The exchange a stored question opens: the turn replying to a question (the next turn of its
         thread, by another speaker) gains ``weight`` × the question's best sentence cosine (``cos``, raw) ×
         the reply's own turn weight (an informative answer gains, "I'm not sure." hardly, filler not)."""
-        idx, n = self.idx, self.idx.n_turns
-        out = np.zeros(n)
-        if not weight:
+        out = np.zeros(self.idx.n_turns)
+        t = self.table
+        if not weight or t is None or not t.ask_turns.size:
             return out
-        is_q = self.acts == QUESTION
-        if not is_q.any():
-            return out
-        q_cos = np.where(is_q, cos.astype(np.float64), -np.inf)
-        q_best = np.full(n, -np.inf)
-        q_best[idx.array("sent_turns")] = np.maximum.reduceat(q_cos, idx.array("sent_starts"))
-        nxt = idx.array("next_row")
-        asked = np.flatnonzero(np.isfinite(q_best) & (nxt >= 0))
-        if not asked.size:
-            return out
-        reply = nxt[asked]
-        spk = idx.array("speakers")
-        other = spk[reply] != spk[asked]
-        asked, reply = asked[other], reply[other]
-        np.maximum.at(out, reply, weight * np.maximum(q_best[asked], 0.0) * self.turn_w[reply])
+        q_best = np.maximum.reduceat(cos[t.ask_rows].astype(np.float64), t.ask_local)
+        reply = t.ask_replies
+        np.maximum.at(out, reply, weight * np.maximum(q_best, 0.0) * self.turn_w[reply])
         return out
 
 
@@ -759,14 +869,9 @@ def _by_act(idx: ScopeIndex, ranked: list[Ranked], h: Any, q: np.ndarray) -> lis
     return sorted(ranked, key=key, reverse=True)
 
 
-def _tool_sentences(idx: ScopeIndex, h: Any) -> np.ndarray | None:
-    """The sentence rows of tool messages (a mask), or None when there are none or they weigh 1."""
-    if h.tool_weight == 1.0:
-        return None
-    tool = idx.array("tool")
-    if not tool.any():
-        return None
-    return tool[idx.array("sent_msg")].astype(bool)
+def _sentence_acts(idx: ScopeIndex) -> np.ndarray:
+    """``idx.sentence_acts()``, looked up once per index version (a view: the index counts its bytes once)."""
+    return idx.derived("sentence_acts", lambda: idx.sentence_acts()[:])
 
 
 def _assistant_sentences(idx: ScopeIndex, h: Any) -> np.ndarray | None:
@@ -787,9 +892,9 @@ def act_weights(idx: ScopeIndex, rows: Iterable[int], h: Any, q: np.ndarray) -> 
     rows = list(rows)
     if not rows or not idx.n_sentences:
         return {}
-    acts = idx.sentence_acts()
-    tool = idx.array("tool")
-    if not acts.any() and not (h.tool_weight != 1.0 and tool.any()):
+    t = _ActTable.of(idx, h)
+    acts, tool = t.acts, t.tool_turn
+    if not t.any_act and not (h.tool_weight != 1.0 and t.any_tool):
         return {}
     table = np.array([1.0, h.question_weight, h.non_answer_weight, 0.0])
     first = idx.array("turn_first")
@@ -817,7 +922,7 @@ def questions_answered(idx: ScopeIndex, rows: Iterable[int]) -> dict[int, int]:
     rows = list(rows)
     if not rows or not idx.n_sentences:
         return out
-    acts = idx.sentence_acts()
+    acts = _sentence_acts(idx)
     prev, first, spk = idx.array("prev_row"), idx.array("turn_first"), idx.array("speakers")
     for r in rows:
         p = int(prev[r])
@@ -840,7 +945,7 @@ def exchange_relevance(idx: ScopeIndex, q: np.ndarray, rows: Iterable[int]) -> d
     rows = list(rows)
     if not rows or not idx.n_sentences:
         return out
-    acts = idx.sentence_acts()
+    acts = _sentence_acts(idx)
     prev, first = idx.array("prev_row"), idx.array("turn_first")
     spk = idx.array("speakers")
     vecs = idx.sentence_vectors()

@@ -262,9 +262,14 @@ def test_engine_scale_reports_cost_memory_latency_and_edge_recall(tmp_path: Path
         assert r["flat_p50"] > 0 and r["hybrid_p50"] > 0 and 0.5 <= r["edge_recall"] <= 1.0
         # the engine cost of an add by stage, embedder excluded: every stage costs something
         assert all(r[f"stage_{s}_us_last10"] > 0 for s in scale.STAGES if s != "derived")
+        # the index part by part adds up to the whole, and the first query after reopening is timed
+        parts = r["nbytes_parts_per_sentence"]
+        assert abs(sum(parts.values()) - r["nbytes_per_sentence"]) < 1e-6 and parts["vectors"] == 4 * 384
+        assert r["first_query_ms"] > 0 and r["later_query_ms"] > 0
     assert rows[1]["estimated_build_s"] > 0  # extrapolated from the first size
     text = scale.render(rows)
     assert "HNSW kNN edge recall" in text and "Growth exponents" in text and "by stage of an add" in text
+    assert "part by part" in text and "First hybrid query after reopening" in text
 
 
 def test_engine_scale_times_the_queries_of_a_store_built_before(

@@ -16,8 +16,9 @@ from sgmem.embed import SentenceTransformerEmbedder
 from sgmem.text.acts import labelled_acts
 
 DAY = "2024-03-01T10:00:00Z"
-#: the acts read by the classifier (``Config.acts="auto"``: MiniLM has a shipped fit)
-BY_MEANING = sgmem.Config(acts="auto")
+#: the acts read by the classifier (``Config.acts="auto"``: MiniLM has a shipped fit); the assistant's role weight
+#: off, so that what keeps a non-answer under the fact here is its act alone
+BY_MEANING = sgmem.Config(acts="auto", hybrid=sgmem.HybridConfig(assistant_weight=1.0))
 LATER = "2024-04-01T10:00:00Z"
 
 FACT = "I work as a physiotherapist at the Royal Infirmary in Glasgow."
