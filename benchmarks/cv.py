@@ -200,7 +200,7 @@ def render_part(raw: dict[str, Any]) -> str:
         f"below, {raw['sweeps']} sweeps, one axis at a time (ties keep the current value), by evidence "
         "recall@10. Then, on top of each fold's retrieval choice, the dialogue-act weights by the same search on "
         "the *echo* condition (the fold's training conversations with every question asked before and answered "
-        "\"I'm not sure\", `sgmem.eval.chat.chat_conversation`), what they are for. "
+        '"I\'m not sure", `sgmem.eval.chat.chat_conversation`), what they are for. '
         if new
         else "The search does not start at the shipped defaults: every channel weight starts at 1 (all channels "
         "equal), every prior and optional term at 0 (off), the graph's and pyramid's parameters at their grid's "
@@ -210,8 +210,9 @@ def render_part(raw: dict[str, Any]) -> str:
     out = [
         f"Every setting tuned on the LoCoMo dev split is chosen inside each fold: for each of the {len(folds)} "
         f"{unit}, on the others only, then measured on it; the held-out values are pooled over the {n_q} "
-        "questions of categories 1–4 (question-weighted). " + search +
-        "Then, on top of each fold's retrieval choice, the relevance cutoff (`min_relevance`) by its own "
+        "questions of categories 1–4 (question-weighted). "
+        + search
+        + "Then, on top of each fold's retrieval choice, the relevance cutoff (`min_relevance`) by its own "
         f"objective — the lowest threshold that empties {raw['cutoff']['target']:g} % of the contexts of "
         "unrelated questions asked of the training conversations — and the context digest "
         f"(`context_turn_tokens`) by the evidence inside a {raw['budget']:,}-token context counted as whole "
@@ -285,7 +286,8 @@ def render_part(raw: dict[str, Any]) -> str:
         "### Per-fold choices",
         "",
         "| held out | questions | recall@10 on the others | held-out recall@10 | settings that differ from the "
-        "start" + (" (chosen strictly; ties and inert axes in the verdict table)" if new else "")
+        "start"
+        + (" (chosen strictly; ties and inert axes in the verdict table)" if new else "")
         + " | min_relevance | context_turn_tokens | held-out context, whole turns |"
         + (" held-out echo recall@10 |" if echo_col else ""),
         "|---|---|---|---|---|---|---|---|" + ("---|" if echo_col else ""),
@@ -370,8 +372,7 @@ def render_part(raw: dict[str, Any]) -> str:
         "### Shipped default vs the folds' most frequent choice",
         "",
         "| setting | shipped default | folds' most frequent choice | folds | gain over the shipped value "
-        "(recall@10 points, training) | why they differ |"
-        + (" verdicts: chosen / tie / inert |" if new else ""),
+        "(recall@10 points, training) | why they differ |" + (" verdicts: chosen / tie / inert |" if new else ""),
         "|---|---|---|---|---|---|" + ("---|" if new else ""),
     ]
     counts = raw.get("verdict_counts", {})
@@ -391,7 +392,9 @@ def render_part(raw: dict[str, Any]) -> str:
         else:
             g_txt = f"{g:+.2f}" + (" (context points)" if k == "context_turn_tokens" else "")
         vc = counts.get(k)
-        tail = (f" {vc.get('chosen', 0)} / {vc.get('tie', 0)} / {vc.get('inert', 0)} |" if vc else " – |") if new else ""
+        tail = (
+            (f" {vc.get('chosen', 0)} / {vc.get('tie', 0)} / {vc.get('inert', 0)} |" if vc else " – |") if new else ""
+        )
         if new and vc and not vc.get("chosen") and not same:
             reason = "no fold chose it strictly (ties or inert): no evidence against the shipped value"
         out.append(f"| `{k}` | {_fmt(shipped)} | {_fmt(v)} | {n} of {len(folds)} | {g_txt} | {reason} |" + tail)

@@ -720,8 +720,9 @@ def run_cv(
 
             act_folds = {
                 f.held_out: f
-                for f in nested_cv(groups, act_grid, echo10, sweeps=sweeps, start=by_held.__getitem__,
-                                   progress=progress)  # fmt: skip
+                for f in nested_cv(
+                    groups, act_grid, echo10, sweeps=sweeps, start=by_held.__getitem__, progress=progress
+                )  # fmt: skip
             }
         folds: list[dict[str, Any]] = []
         for fold in ret_folds:
@@ -842,10 +843,14 @@ def run_cv(
             "conversations": [c.sample_id for c in conversations],
             "groups": groups,
             "questions": int(sum(len(f["held"]["recall@10"]) for f in folds)),
-            "grid": [{"key": a.key, "values": list(a.values), "start": a.start, "ingest": a.ingest, "needs": a.needs}
-                     for a in grid],  # fmt: skip
-            "act_grid": [{"key": a.key, "values": list(a.values), "start": a.start, "ingest": a.ingest,
-                          "needs": a.needs} for a in act_grid],  # fmt: skip
+            "grid": [
+                {"key": a.key, "values": list(a.values), "start": a.start, "ingest": a.ingest, "needs": a.needs}
+                for a in grid
+            ],  # fmt: skip
+            "act_grid": [
+                {"key": a.key, "values": list(a.values), "start": a.start, "ingest": a.ingest, "needs": a.needs}
+                for a in act_grid
+            ],  # fmt: skip
             "verdict_counts": verdict_counts,
             "echo_baselines": echo_baselines,
             "sweeps": sweeps,
