@@ -408,7 +408,8 @@ def render_part(raw: dict[str, Any]) -> str:
     out += [
         "",
         "The gain column: at each fold's last visit of the setting (the others at that fold's values), recall@10 "
-        "on its training conversations under its choice minus under the shipped value, averaged over folds.",
+        "on its training conversations under its choice minus under the shipped value, averaged over folds"
+        + (" (the dialogue-act settings: echo recall@10)." if raw.get("act_grid") else "."),
         "",
         f"In-sample (all {unit}, not cross-validated), for comparison:",
         "",
