@@ -3,8 +3,10 @@
 The benchmark part ``cv`` (``python -m benchmarks --only cv``): nested
 leave-one-conversation-out (:mod:`sgmem.eval.cv`) over the hybrid's channel
 weights and priors, the graph and pyramid parameters, the memory unit, the
-relevance cutoff and the context digest, from a neutral start (not the
-shipped defaults), with the gate's τ_noop calibrated per fold; against BM25
+relevance cutoff and the context digest, searched around the shipped values
+(the start), then the dialogue-act weights on the echo condition of
+:mod:`sgmem.eval.chat`; each axis's verdict per fold says whether it was
+chosen, kept on a tie or inert (its channel switched off); with the gate's τ_noop calibrated per fold; against BM25
 over turns (the stronger of ``bm25s`` and sgmem's ``mode="bm25"``), dense
 sentences and their reciprocal rank fusion (k = 60) on the same questions,
 every ratio against the strongest of them.
@@ -24,38 +26,10 @@ from typing import Any
 
 TITLE = "Cross-validated quality on LoCoMo (nested leave-one-conversation-out)"
 
-_TOGETHER = (
-    "the hybrid's weights and priors act together (a weighted sum: doubling the dense channels halves the lexical "
-    "one's share), and the folds' most frequent values taken together are no better in-sample at recall@10, the "
-    "objective (table below), than the shipped ones, nor inside a chat (sgmem.eval.chat.evaluate_chat, recall@10 "
-    "cat 1–4, the folds' values against the shipped ones: clean 80.7 vs 81.1, echo 80.3 vs 80.8)"
-)
 #: Why a shipped default differs from the folds' most frequent choice (setting -> reason); rendered in the table.
 KEPT_BECAUSE: dict[str, str] = {
-    **{
-        f"hybrid.{k}": f"kept: {_TOGETHER}"
-        for k in (
-            "w_lexical",
-            "w_sentence",
-            "w_turn",
-            "w_graph",
-            "w_pyramid",
-            "length_prior",
-            "neighbour_weight",
-            "neighbour_dense",
-            "propagation",
-            "session_weight",
-            "date_day_bonus",
-            "date_month_bonus",
-            "rest_weight",
-        )
-    },
-    "hybrid.date_slack_days": "kept: a tie (3 folds each way), within noise",
-    "hybrid.speaker_match": f"kept off: within noise, and it costs adversarial questions (about one speaker, "
-    f"answered by what the other said; outside the objective): recall@10 79.2 → 77.4 (HybridConfig.speaker_match); "
-    f"{_TOGETHER}",
-    "pyramid.depth": f"kept: within noise; {_TOGETHER}",
-    "pyramid.query_keywords": "kept: a tie (3 folds each way), within noise",
+    "hybrid.speaker_match": "kept off: it costs adversarial questions (about one speaker, answered by what the "
+    "other said; outside the objective) (HybridConfig.speaker_match)",
 }
 #: Settings measured in-sample beside the shipped defaults and the folds' choice: the defaults before this part's
 #: first full run moved ``context_turn_tokens`` from 40 to the folds' choice, 0.
@@ -75,7 +49,7 @@ def _bm25s(conv: Any) -> Callable[[str, int], list[str]]:
 
 def run_part(ctx: Any) -> dict[str, Any]:
     """Measure (see the module docstring); JSON-ready raw results."""
-    from sgmem.eval.cv import SEARCH_GRID, SMOKE_GRID, SWEEPS, run_cv
+    from sgmem.eval.cv import ACT_GRID, SEARCH_GRID, SMOKE_ACT_GRID, SMOKE_GRID, SWEEPS, run_cv
     from sgmem.eval.locomo import load_locomo
     from sgmem.eval.loo import gate_loo
 
@@ -91,6 +65,7 @@ def run_part(ctx: Any) -> dict[str, Any]:
         emb,
         memo=Path(ctx.out) / ("cv-memo-smoke.jsonl" if smoke else "cv-memo.jsonl"),
         grid=SMOKE_GRID if smoke else SEARCH_GRID,
+        act_grid=SMOKE_ACT_GRID if smoke else ACT_GRID,
         sweeps=1 if smoke else SWEEPS,
         digest_grid=(0, 40) if smoke else (0, 20, 40, 80),
         cutoff_grid=(0.2, 0.275) if smoke else (0.15, 0.175, 0.2, 0.225, 0.25, 0.275, 0.3, 0.35),
@@ -123,7 +98,7 @@ def gaps(raw: dict[str, Any]) -> dict[str, float | None]:
     points of recall@10, at each fold's last visit of that axis (the others at that fold's values), averaged over
     folds; None when the shipped value is not in the grid."""
     out: dict[str, float | None] = {}
-    for ax in raw["grid"]:
+    for ax in (*raw["grid"], *raw.get("act_grid", [])):
         key, shipped = ax["key"], raw["shipped"].get(ax["key"])
         diffs = []
         for f in raw["folds"]:
@@ -156,14 +131,61 @@ def _best_baseline(raw: dict[str, Any], metric: str) -> tuple[str, float]:
     return name, raw["baselines"][name][metric]
 
 
+ECHO_LABEL = 'echo recall@10 (every question asked before and answered "I\'m not sure")'
+
+
 def headline(raw: dict[str, Any]) -> list[tuple[str, float, str, float]]:
-    """(metric label, held-out sgmem, strongest baseline, its value) for recall@5/10/20 and the context."""
+    """(metric label, held-out sgmem, strongest baseline, its value) for recall@5/10/20, the context and, with
+    the act stage, the echo condition's recall@10."""
     rows = []
     for m in (*_METRICS, _CTX):
         name, v = _best_baseline(raw, m)
         label = f"evidence inside a {raw['budget']:,}-token context, whole turns" if m == _CTX else m
         rows.append((label, raw["held_out"][m], name, v))
+    eb = raw.get("echo_baselines") or {}
+    if eb and "echo recall@10" in raw["held_out"]:
+        name = max(eb, key=lambda n: eb[n])
+        rows.append((ECHO_LABEL, raw["held_out"]["echo recall@10"], name, eb[name]))
     return rows
+
+
+VERDICT_HOW = (
+    "Each axis's verdict per fold: the value kept and how it was kept — **chosen** (it scored strictly best on "
+    "the training conversations at the axis's last visit), *tie* (other values scored the same: the search keeps "
+    "the current value on a tie, so a tie with the shipped start is no evidence for it; the tied values in "
+    "brackets) or *inert* (the channel it belongs to is switched off in that fold's choice, e.g. the graph's "
+    "parameters at `w_graph = 0`, or no value changed the score)."
+)
+
+
+def _cell(v: dict[str, Any]) -> str:
+    if v["verdict"] == "inert":
+        return f"inert ({v['inert']})"
+    if v["verdict"] == "tie":
+        return f"{_fmt(v['chosen'])} *tie* ({', '.join(_fmt(t) for t in v['tied'])})"
+    return f"**{_fmt(v['chosen'])}**"
+
+
+def verdict_table(raw: dict[str, Any]) -> list[str]:
+    """Per searched axis and fold: the verdict (chosen / tie / inert), and the counts."""
+    folds = [f for f in raw["folds"] if f.get("verdicts")]
+    if not folds:
+        return []
+    axes = [ax["key"] for ax in (*raw["grid"], *raw.get("act_grid", []))]
+    out = [
+        VERDICT_HOW,
+        "",
+        "| setting | shipped | " + " | ".join(f["held_out"] for f in folds) + " | chosen / tie / inert |",
+        "|---|---|" + "---|" * (len(folds) + 1),
+    ]
+    for k in axes:
+        n = raw.get("verdict_counts", {}).get(k, {})
+        out.append(
+            f"| `{k}` | {_fmt(raw['shipped'].get(k))} | "
+            + " | ".join(_cell(f["verdicts"][k]) for f in folds)
+            + f" | {n.get('chosen', 0)} / {n.get('tie', 0)} / {n.get('inert', 0)} |"
+        )
+    return out
 
 
 def render_part(raw: dict[str, Any]) -> str:
@@ -171,14 +193,26 @@ def render_part(raw: dict[str, Any]) -> str:
     folds = raw["folds"]
     n_q = raw["questions"]
     unit = "question halves of one conversation (smoke run)" if raw.get("smoke") else "conversations"
+    new = bool(raw.get("act_grid")) or any(f.get("verdicts") for f in folds)
+    search = (
+        "The search starts at the shipped values and tries values around them (channel weights at 0, half, the "
+        "shipped value and double; priors at 0, the shipped value and double): coordinate descent over the grid "
+        f"below, {raw['sweeps']} sweeps, one axis at a time (ties keep the current value), by evidence "
+        "recall@10. Then, on top of each fold's retrieval choice, the dialogue-act weights by the same search on "
+        "the *echo* condition (the fold's training conversations with every question asked before and answered "
+        '"I\'m not sure", `sgmem.eval.chat.chat_conversation`), what they are for. '
+        if new
+        else "The search does not start at the shipped defaults: every channel weight starts at 1 (all channels "
+        "equal), every prior and optional term at 0 (off), the graph's and pyramid's parameters at their grid's "
+        f"centre; coordinate descent over the grid below, {raw['sweeps']} sweeps, one axis at a time (ties keep "
+        "the current value), by evidence recall@10. "
+    )
     out = [
         f"Every setting tuned on the LoCoMo dev split is chosen inside each fold: for each of the {len(folds)} "
         f"{unit}, on the others only, then measured on it; the held-out values are pooled over the {n_q} "
-        "questions of categories 1–4 (question-weighted). The search does not start at the shipped defaults: "
-        "every channel weight starts at 1 (all channels equal), every prior and optional term at 0 (off), the "
-        "graph's and pyramid's parameters at their grid's centre; coordinate descent over the grid below, "
-        f"{raw['sweeps']} sweeps, one axis at a time (ties keep the current value), by evidence recall@10. "
-        "Then, on top of each fold's retrieval choice, the relevance cutoff (`min_relevance`) by its own "
+        "questions of categories 1–4 (question-weighted). "
+        + search
+        + "Then, on top of each fold's retrieval choice, the relevance cutoff (`min_relevance`) by its own "
         f"objective — the lowest threshold that empties {raw['cutoff']['target']:g} % of the contexts of "
         "unrelated questions asked of the training conversations — and the context digest "
         f"(`context_turn_tokens`) by the evidence inside a {raw['budget']:,}-token context counted as whole "
@@ -214,42 +248,72 @@ def render_part(raw: dict[str, Any]) -> str:
         "| setting | values | start | |",
         "|---|---|---|---|",
     ]
-    for ax in raw["grid"]:
-        note = "ingest-time (one ingestion per value)" if ax["ingest"] else ""
+    for ax in (*raw["grid"], *raw.get("act_grid", [])):
+        notes = ["ingest-time (one ingestion per value)"] if ax["ingest"] else []
+        if ax.get("needs"):
+            notes.append(f"inert at `{ax['needs']}` = 0")
+        if ax in raw.get("act_grid", []):
+            notes.append("act stage, echo condition")
+        note = "; ".join(notes)
         out.append(f"| `{ax['key']}` | {', '.join(_fmt(v) for v in ax['values'])} | {_fmt(ax['start'])} | {note} |")
-    out += [
-        f"| `min_relevance` | {', '.join(_fmt(v) for v in raw['cutoff_grid'])} | – | own objective (above) |",
-        f"| `context_turn_tokens` | {', '.join(_fmt(v) for v in raw['digest_grid'])} | – | all tried |",
-        "",
-        "Not searched: the dialogue-act weights (`question_weight`, `echo_cosine`, `echo_weight`, "
+    not_searched = (
+        "Not searched: `w_entity` needs the entity layer, off by default; `relative_relevance` is not chosen — "
+        "every objective measured here is monotone in it (a lower share keeps more evidence hits and lets more "
+        "weak hits follow a relevant one alike); its held-out effect is below."
+        if raw.get("act_grid")
+        else "Not searched: the dialogue-act weights (`question_weight`, `echo_cosine`, `echo_weight`, "
         "`non_answer_weight`, `reply_weight`) are chosen leave-one-conversation-out by the chat evaluation "
         "(`sgmem eval locomo FILE --chat`), whose echo condition is what they are for; `w_entity` needs the "
         "entity layer, off by default; `relative_relevance` is not chosen — every objective measured here is "
         "monotone in it (a lower share keeps more evidence hits and lets more weak hits follow a relevant one "
-        "alike); its held-out effect is below.",
+        "alike); its held-out effect is below."
+    )
+    out += [
+        f"| `min_relevance` | {', '.join(_fmt(v) for v in raw['cutoff_grid'])} | – | own objective (above) |",
+        f"| `context_turn_tokens` | {', '.join(_fmt(v) for v in raw['digest_grid'])} | – | all tried |",
+        "",
+        not_searched,
         f"Evaluations (one configuration on one conversation): {raw['evaluations']['memoised']} in all, "
         f"{raw['evaluations']['computed']} of them computed by the run above ({raw['seconds'] / 60:.1f} minutes), "
         "the rest read from its memo (`benchmarks/out/cv-memo.jsonl`).",
     ]
     # per fold
-    keys = [ax["key"] for ax in raw["grid"]]
+    grid_all = [*raw["grid"], *raw.get("act_grid", [])]
+    keys = [ax["key"] for ax in grid_all]
+    echo_col = any("echo recall@10" in f["held"] for f in folds)
     out += [
         "",
         "### Per-fold choices",
         "",
         "| held out | questions | recall@10 on the others | held-out recall@10 | settings that differ from the "
-        "start | min_relevance | context_turn_tokens | held-out context, whole turns |",
-        "|---|---|---|---|---|---|---|---|",
+        "start"
+        + (" (chosen strictly; ties and inert axes in the verdict table)" if new else "")
+        + " | min_relevance | context_turn_tokens | held-out context, whole turns |"
+        + (" held-out echo recall@10 |" if echo_col else ""),
+        "|---|---|---|---|---|---|---|---|" + ("---|" if echo_col else ""),
     ]
-    start = {ax["key"]: ax["start"] for ax in raw["grid"]}
+    start = {ax["key"]: ax["start"] for ax in grid_all}
     for f in folds:
-        diff = ", ".join(f"{k.split('.')[-1]}={_fmt(f['retrieval'][k])}" for k in keys if f["retrieval"][k] != start[k])
+        decided = {k for k, v in f.get("verdicts", {}).items() if v["verdict"] == "chosen"}
+        diff = ", ".join(
+            f"{k.split('.')[-1]}={_fmt(f['retrieval'][k])}"
+            for k in keys
+            if f["retrieval"][k] != start[k] and (not new or k in decided)
+        )
+        echo_cell = (
+            f" {100 * statistics.fmean(f['held']['echo recall@10']):.1f} |"
+            if echo_col and f["held"].get("echo recall@10")
+            else (" – |" if echo_col else "")
+        )
         out.append(
             f"| {f['held_out']} | {f['questions']} | {f['train_recall@10']:.1f} | "
             f"{100 * statistics.fmean(f['held']['recall@10']) if f['held']['recall@10'] else float('nan'):.1f} | "
             f"{diff or '(none)'} | {_fmt(f['min_relevance'])} | {f['context_turn_tokens']} | "
-            f"{100 * statistics.fmean(f['held'][_CTX]) if f['held'][_CTX] else float('nan'):.1f} |"
+            f"{100 * statistics.fmean(f['held'][_CTX]) if f['held'][_CTX] else float('nan'):.1f} |" + echo_cell
         )
+    verdict = verdict_table(raw)
+    if verdict:
+        out += ["", "### Verdicts per setting and fold", "", *verdict]
     # cutoff
     c = raw["cutoff"]
     out += [
@@ -308,9 +372,10 @@ def render_part(raw: dict[str, Any]) -> str:
         "### Shipped default vs the folds' most frequent choice",
         "",
         "| setting | shipped default | folds' most frequent choice | folds | gain over the shipped value "
-        "(recall@10 points, training) | why they differ |",
-        "|---|---|---|---|---|---|",
+        "(recall@10 points, training) | why they differ |" + (" verdicts: chosen / tie / inert |" if new else ""),
+        "|---|---|---|---|---|---|" + ("---|" if new else ""),
     ]
+    counts = raw.get("verdict_counts", {})
     gap = raw.get("gaps", {})
     why = raw.get("kept_because", {})
     for k, (v, n) in raw["modal"].items():
@@ -326,18 +391,25 @@ def render_part(raw: dict[str, Any]) -> str:
             g_txt = "not in the grid"
         else:
             g_txt = f"{g:+.2f}" + (" (context points)" if k == "context_turn_tokens" else "")
-        out.append(f"| `{k}` | {_fmt(shipped)} | {_fmt(v)} | {n} of {len(folds)} | {g_txt} | {reason} |")
+        vc = counts.get(k)
+        tail = (
+            (f" {vc.get('chosen', 0)} / {vc.get('tie', 0)} / {vc.get('inert', 0)} |" if vc else " – |") if new else ""
+        )
+        if new and vc and not vc.get("chosen") and not same:
+            reason = "no fold chose it strictly (ties or inert): no evidence against the shipped value"
+        out.append(f"| `{k}` | {_fmt(shipped)} | {_fmt(v)} | {n} of {len(folds)} | {g_txt} | {reason} |" + tail)
     if raw.get("gate"):
         taus = sorted(r["tau_noop"] for r in raw["gate"])
         out.append(
             f"| `gate.tau_noop` | {_fmt(raw['tau_noop_default'])} | {statistics.median(taus):.3f} (median) | "
-            f"{len(taus)} calibrations | – | {why.get('gate.tau_noop', '–')} |"
+            f"{len(taus)} calibrations | – | {why.get('gate.tau_noop', '–')} |" + (" – |" if new else "")
         )
     ins = raw["in_sample"]
     out += [
         "",
         "The gain column: at each fold's last visit of the setting (the others at that fold's values), recall@10 "
-        "on its training conversations under its choice minus under the shipped value, averaged over folds.",
+        "on its training conversations under its choice minus under the shipped value, averaged over folds"
+        + (" (the dialogue-act settings: echo recall@10)." if raw.get("act_grid") else "."),
         "",
         f"In-sample (all {unit}, not cross-validated), for comparison:",
         "",
@@ -357,7 +429,7 @@ def summary_lines(raw: dict[str, Any]) -> list[str]:
     """Headline bullets for the Summary."""
     lines = []
     for label, v, name, b in headline(raw):
-        if label in ("recall@10",) or label.startswith("evidence inside"):
+        if label in ("recall@10", ECHO_LABEL) or label.startswith("evidence inside"):
             ratio = f"{v / b:.2f}×" if b else "–"
             lines.append(
                 f"- LoCoMo dev, cat 1–4, {label}: sgmem **{v:.1f}** nested-cross-validated (every tuned setting "

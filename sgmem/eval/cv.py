@@ -59,7 +59,7 @@ from ..embed.base import Embedder
 from ..errors import InvalidInputError
 from ..memory import Memory
 from .answers import EMPTY, PAIRS, answer_pairs, store_pairs
-from .chat import RRF_K, _Memo, rrf
+from .chat import RRF_K, _Memo, chat_conversation, rrf
 from .locomo import Conversation, Question, context_evidence, recall_at_k, turns_of
 from .loo import _configured, apply_overrides
 from .relevance import unrelated_questions
@@ -69,8 +69,11 @@ __all__ = [
     "DIGEST_GRID",
     "RELATIVE_GRID",
     "SEARCH_GRID",
+    "ACT_GRID",
+    "SMOKE_ACT_GRID",
     "SMOKE_GRID",
     "SWEEPS",
+    "TIE_EPS",
     "Axis",
     "Evaluator",
     "Fold",
@@ -78,6 +81,7 @@ __all__ = [
     "modal_choices",
     "nested_cv",
     "run_cv",
+    "verdicts",
 ]
 
 Setting = dict[str, Any]
@@ -101,62 +105,100 @@ def _llm_free_repr(cfg: Config) -> str:
 
 @dataclass(frozen=True)
 class Axis:
-    """One setting searched: a dotted :class:`sgmem.Config` path, its candidate values and the search's start."""
+    """One setting searched: a dotted :class:`sgmem.Config` path, its candidate values and the search's start.
+
+    ``needs``: the key of another setting that must be non-zero for this one to change anything (the graph's
+    parameters need ``hybrid.w_graph`` > 0, the pyramid's ``hybrid.w_pyramid`` > 0): where a fold chooses 0
+    for it, this axis is reported as inert in that fold, not as a verdict (:func:`verdicts`).
+    """
 
     key: str
     values: tuple[Any, ...]
     start: Any
     ingest: bool = False  # read at ingest: each value needs its own ingestion
+    needs: str | None = None
 
     def __post_init__(self) -> None:
         if self.start not in self.values:
             raise InvalidInputError(f"{self.key} start", self.start, f"one of its values {self.values}")
 
 
-_W = (0.0, 0.5, 1.0, 2.0)  # channel weights: start 1, all channels equal
-_P = (0.0, 0.1, 0.2, 0.4)  # priors and bonuses: start 0 (off)
+def _shipped_value(key: str) -> Any:
+    obj: Any = Config()
+    for part in key.split("."):
+        obj = getattr(obj, part)
+    return obj
 
-#: [D] The retrieval search (stage 1): the hybrid's channel weights (start: all equal), its priors and optional
-#: terms (start: off), the sentence graph's and the pyramid's parameters (start: their grid's centre), the memory
-#: unit. Ingest-time axes have three values. The dialogue-act weights (``question_weight``, ``echo_*``,
-#: ``non_answer_weight``, ``reply_weight``) are not here: they are chosen leave-one-conversation-out by the chat
-#: evaluation (:mod:`sgmem.eval.chat`), whose echo condition is what they are for; ``w_entity`` needs the entity
-#: layer (off by default).
+
+def _around(key: str, *, half: bool = True, needs: str | None = None) -> Axis:
+    """A weight or prior searched around its shipped value ``s``: 0 (off), ``s/2`` (when ``half``), ``s``, ``2s``."""
+    s = float(_shipped_value(key))
+    vals = sorted({0.0, *((round(s / 2, 6),) if half else ()), s, round(2 * s, 6)} if s else {0.0, 0.1, 0.2, 0.4})
+    return Axis(key, tuple(vals), s, needs=needs)
+
+
+def _discrete(key: str, values: Sequence[Any], *, ingest: bool = False, needs: str | None = None) -> Axis:
+    """An axis over ``values`` (and the shipped value, added when missing), starting at the shipped value."""
+    s = _shipped_value(key)
+    vals = list(values) if s in values else sorted([*values, s])
+    return Axis(key, tuple(vals), s, ingest=ingest, needs=needs)
+
+
+_G, _PY = "hybrid.w_graph", "hybrid.w_pyramid"
+
+#: [D] The retrieval search (stage 1), around the shipped values (the start): the hybrid's channel weights at 0,
+#: half, the shipped value and double, its priors and optional terms at 0, the shipped value and double, the
+#: sentence graph's and the pyramid's parameters (inert where their channel weight is 0), the memory unit.
+#: Ingest-time axes have two or three values. The dialogue-act weights are searched in a stage of their own
+#: (:data:`ACT_GRID`, on the echo condition); ``w_entity`` needs the entity layer (off by default).
 SEARCH_GRID: tuple[Axis, ...] = (
-    Axis("hybrid.w_lexical", _W, 1.0),
-    Axis("hybrid.w_sentence", _W, 1.0),
-    Axis("hybrid.w_turn", _W, 1.0),
-    Axis("hybrid.w_graph", _W, 1.0),
-    Axis("hybrid.w_pyramid", _W, 1.0),
-    Axis("hybrid.length_prior", _P, 0.0),
-    Axis("hybrid.neighbour_weight", (0.0, 0.25, 0.5, 1.0), 0.0),
-    Axis("hybrid.neighbour_dense", _P, 0.0),
-    Axis("hybrid.propagation", _P, 0.0),
-    Axis("hybrid.session_weight", _P, 0.0),
-    Axis("hybrid.date_day_bonus", (0.0, 0.2, 0.4, 0.8), 0.0),
-    Axis("hybrid.date_month_bonus", _P, 0.0),
-    Axis("hybrid.date_slack_days", (0, 1, 2), 1),
-    Axis("hybrid.rest_weight", _P, 0.0),
-    Axis("hybrid.speaker_match", (0.0, 0.5, 1.0), 0.0),
-    Axis("memory_unit", ("turn", "exchange"), "turn"),
-    Axis("graph.hops", (0, 1, 2), 1),
-    Axis("graph.seeds", (5, 15, 30), 15),
-    Axis("graph.gamma", (0.8, 1.0, 1.2), 1.0),
-    Axis("graph.knn_k", (1, 3, 5), 3, ingest=True),
+    _around("hybrid.w_lexical"),
+    _around("hybrid.w_sentence"),
+    _around("hybrid.w_turn"),
+    _around("hybrid.w_graph"),
+    _around("hybrid.w_pyramid"),
+    _around("hybrid.length_prior", half=False),
+    _around("hybrid.neighbour_weight", half=False),
+    _around("hybrid.neighbour_dense", half=False),
+    _around("hybrid.propagation", half=False),
+    _around("hybrid.session_weight", half=False),
+    _around("hybrid.date_day_bonus", half=False),
+    _around("hybrid.date_month_bonus", half=False),
+    _discrete("hybrid.date_slack_days", (0, 1, 2), needs="hybrid.date_day_bonus"),
+    _around("hybrid.rest_weight", half=False),
+    _discrete("hybrid.speaker_match", (0.0, 0.5, 1.0)),
+    _discrete("memory_unit", ("turn", "exchange")),
+    _discrete("graph.hops", (0, 1, 2), needs=_G),
+    _discrete("graph.seeds", (5, 15, 30), needs=_G),
+    _discrete("graph.gamma", (0.8, 1.0, 1.2), needs=_G),
+    _discrete("graph.knn_k", (1, 3, 5), ingest=True, needs=_G),
     # the sentence graph's edge rule (GraphConfig.knn_rule): incremental "earlier" neighbours or the paper's true kNN
-    Axis("graph.knn_rule", ("earlier", "knn"), "earlier", ingest=True),
-    Axis("pyramid.depth", (2, 3, 4), 3),
-    Axis("pyramid.rounds", (2, 4, 8), 4),
-    Axis("pyramid.query_keywords", (3, 4, 5), 4),
-    Axis("pyramid.critical", (10, 20, 40), 20),
-    Axis("pyramid.level_weight", (0.0, 0.2, 0.4), 0.2),
-    Axis("pyramid.keywords_per_turn", (12, 24, 36), 24, ingest=True),
+    _discrete("graph.knn_rule", ("earlier", "knn"), ingest=True, needs=_G),
+    _discrete("pyramid.depth", (2, 3, 4), needs=_PY),
+    _discrete("pyramid.rounds", (2, 4, 8), needs=_PY),
+    _discrete("pyramid.query_keywords", (3, 4, 5), needs=_PY),
+    _discrete("pyramid.critical", (10, 20, 40), needs=_PY),
+    _discrete("pyramid.level_weight", (0.0, 0.2, 0.4), needs=_PY),
+    _discrete("pyramid.keywords_per_turn", (12, 24, 36), ingest=True, needs=_PY),
+)
+#: [D] The dialogue-act stage (on top of each fold's retrieval choice), chosen on the *echo* condition of
+#: :mod:`sgmem.eval.chat` (every question asked before and answered "I'm not sure"), which is what these weights
+#: are for: a stored question's weight, an echo's (a stored question at cosine >= ``echo_cosine`` to the query),
+#: the reply channel's and a non-answer's, around the shipped values.
+ACT_GRID: tuple[Axis, ...] = (
+    _discrete("hybrid.question_weight", (0.5, 0.75, 1.0)),
+    _discrete("hybrid.echo_cosine", (0.7, 0.8, 0.9)),
+    _discrete("hybrid.echo_weight", (0.0, 0.25, 0.5)),
+    _discrete("hybrid.reply_weight", (0.25, 0.5, 1.0)),
+    _discrete("hybrid.non_answer_weight", (0.0, 0.2, 1.0)),
 )
 #: a tiny search for smoke runs
 SMOKE_GRID: tuple[Axis, ...] = (
-    Axis("hybrid.w_lexical", (0.0, 1.0), 1.0),
-    Axis("graph.knn_k", (1, 3), 3, ingest=True),
+    _discrete("hybrid.w_lexical", (0.0,)),
+    _discrete("graph.knn_k", (1,), ingest=True, needs=_G),
 )
+#: a tiny act stage for smoke runs
+SMOKE_ACT_GRID: tuple[Axis, ...] = (_discrete("hybrid.echo_weight", (1.0,)),)
 #: coordinate-descent sweeps over the axes
 SWEEPS = 2
 #: thresholds for ``Config.min_relevance`` (those of :data:`sgmem.eval.answers.CUTOFF_GRID`)
@@ -204,6 +246,41 @@ def coordinate_descent(
     return cur, best, trace
 
 
+#: two scores closer than this are a tie (the same rankings give the same pooled mean)
+TIE_EPS = 1e-9
+
+
+def verdicts(
+    axes: Sequence[Axis], chosen: Mapping[str, Any], trace: Sequence[Mapping[str, Any]], *, eps: float = TIE_EPS
+) -> dict[str, dict[str, Any]]:
+    """What a search says about each axis, from its trace: per axis key, ``chosen`` (the value kept), ``tied``
+    (the other values that scored the same at the axis's last visit) and ``verdict``:
+
+    * ``"inert"``: the setting it ``needs`` is 0 in ``chosen`` (``inert`` names it), or every value scored the
+      same at its last visit (``inert``: ``"no value changed the score"``) — the search says nothing of it;
+    * ``"tie"``: the value kept ties with others (the search keeps the current value on a tie, so a tie with
+      the start value is no evidence for it);
+    * ``"chosen"``: the value scored strictly best.
+    """
+    last = {t["axis"]: t for t in trace}
+    out: dict[str, dict[str, Any]] = {}
+    for ax in axes:
+        v = chosen[ax.key]
+        rec: dict[str, Any] = {"chosen": v, "tied": [], "inert": None, "verdict": "chosen"}
+        scores = last[ax.key]["scores"] if ax.key in last else {}
+        ref = scores.get(repr(v))
+        if ref is not None:
+            rec["tied"] = [w for w in ax.values if w != v and repr(w) in scores and abs(scores[repr(w)] - ref) <= eps]
+        if ax.needs is not None and ax.needs in chosen and not chosen[ax.needs]:
+            rec["inert"], rec["verdict"] = f"{ax.needs} = {chosen[ax.needs]}", "inert"
+        elif len(scores) > 1 and len(rec["tied"]) == len(scores) - 1:
+            rec["inert"], rec["verdict"] = "no value changed the score", "inert"
+        elif rec["tied"]:
+            rec["verdict"] = "tie"
+        out[ax.key] = rec
+    return out
+
+
 def pooled(values: Sequence[np.ndarray]) -> float:
     """Question-weighted mean of per-group per-question values (NaN when there are no questions)."""
     vals = np.concatenate([np.asarray(v, dtype=np.float64).ravel() for v in values]) if values else np.zeros(0)
@@ -219,6 +296,8 @@ class Fold:
     train: float
     held: np.ndarray  # the held-out group's per-question values under ``chosen``
     trace: list[dict[str, Any]] = field(default_factory=list)
+    #: per axis: the value kept, the values tied with it, inert or not (:func:`verdicts`)
+    verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def nested_cv(
@@ -227,6 +306,7 @@ def nested_cv(
     values: Callable[[Setting, str], np.ndarray],
     *,
     sweeps: int = SWEEPS,
+    start: Mapping[str, Any] | Callable[[str], Mapping[str, Any]] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[Fold]:
     """Leave one group out: choose a setting by :func:`coordinate_descent` on the others, measure it on it.
@@ -234,6 +314,8 @@ def nested_cv(
     ``values(setting, group)`` gives the per-question values a setting is
     chosen by (1-d). A fold's selection only ever reads the other groups'
     values; the held-out group's are read once, for the chosen setting.
+    ``start``: where each fold's search starts (a setting, or a function of the held-out group; default: each
+    axis's ``start``); the chosen setting holds the start's keys too.
     """
     if len(groups) < 2:
         raise InvalidInputError("groups", list(groups), "at least two groups to leave one out")
@@ -244,8 +326,19 @@ def nested_cv(
         def on_train(s: Setting, train: list[str] = train) -> float:
             return pooled([values(s, g) for g in train])
 
-        chosen, score, trace = coordinate_descent(axes, on_train, sweeps=sweeps)
-        folds.append(Fold(held, chosen, score, np.asarray(values(chosen, held), dtype=np.float64), trace))
+        first = start(held) if callable(start) else start
+        begin = None if first is None else {**dict(first), **{a.key: a.start for a in axes if a.key not in first}}
+        chosen, score, trace = coordinate_descent(axes, on_train, sweeps=sweeps, start=begin)
+        folds.append(
+            Fold(
+                held,
+                chosen,
+                score,
+                np.asarray(values(chosen, held), dtype=np.float64),
+                trace,
+                verdicts(axes, chosen, trace),
+            )
+        )
         if progress:
             progress(f"fold {len(folds)}/{len(groups)} (held out {held}): {100 * score:.2f} on the others")
     return folds
@@ -573,6 +666,7 @@ def run_cv(
     *,
     memo: Path | None = None,
     grid: Sequence[Axis] = SEARCH_GRID,
+    act_grid: Sequence[Axis] = ACT_GRID,
     sweeps: int = SWEEPS,
     cutoff_grid: Sequence[float] = CUTOFF_GRID,
     relative_grid: Sequence[float] = RELATIVE_GRID,
@@ -593,7 +687,8 @@ def run_cv(
     value. ``gate`` (e.g. ``lambda: gate_loo(path, embedder)``) adds the
     gate's τ_noop folds. ``compare``: more named settings measured in-sample
     beside the shipped defaults and the folds' most frequent choice (e.g. the
-    defaults before a change).
+    defaults before a change). ``act_grid``: the dialogue-act stage, searched on the echo condition
+    (:func:`sgmem.eval.chat.chat_conversation`) on top of each fold's retrieval choice; empty: no act stage.
     """
     t_start = time.perf_counter()
     base = base or Config()
@@ -601,6 +696,7 @@ def run_cv(
     ingest = [a.key for a in grid if a.ingest]
     ev = Evaluator(conversations, embedder, memo, base=base, ingest_keys=ingest, max_questions=max_questions,
                    budget=budget, progress=progress)  # fmt: skip
+    echo: Evaluator | None = None
     try:
         groups = list(ev.groups)
 
@@ -608,9 +704,31 @@ def run_cv(
             return ev.recall(s, g)[:, 1]
 
         # 1. retrieval settings by recall@10, each fold on the other groups only
+        ret_folds = nested_cv(groups, grid, recall10, sweeps=sweeps, progress=progress)
+        # 1b. the dialogue-act weights, on the echo condition, from each fold's retrieval choice
+        act_folds: dict[str, Fold] = {}
+        if act_grid:
+            echo_convs = [chat_conversation(c, "echo")[0] for c in conversations]
+            # the same texts' vectors and the same memo as the clean conversations'
+            echo = Evaluator(echo_convs, ev.embedder, None, base=base, ingest_keys=ingest,
+                             max_questions=max_questions, budget=budget, progress=progress)  # fmt: skip
+            echo.memo, echo.memo_path, echo._warmed = ev.memo, memo, True
+            by_held = {f.held_out: f.chosen for f in ret_folds}
+
+            def echo10(s: Setting, g: str, echo: Evaluator = echo) -> np.ndarray:
+                return echo.recall(s, g)[:, 1]
+
+            act_folds = {
+                f.held_out: f
+                for f in nested_cv(
+                    groups, act_grid, echo10, sweeps=sweeps, start=by_held.__getitem__, progress=progress
+                )  # fmt: skip
+            }
         folds: list[dict[str, Any]] = []
-        for fold in nested_cv(groups, grid, recall10, sweeps=sweeps, progress=progress):
-            held, chosen, score, trace = fold.held_out, fold.chosen, fold.train, fold.trace
+        for fold in ret_folds:
+            held, score, trace = fold.held_out, fold.train, fold.trace
+            act = act_folds.get(held)
+            chosen = act.chosen if act is not None else fold.chosen
             train = [g for g in groups if g != held]
             # 2. the cutoff, by its own objective, under the fold's retrieval setting
             rel_train = [ev.relevance(chosen, g) for g in train]
@@ -630,7 +748,9 @@ def run_cv(
                     "questions": int(len(rec)),
                     "retrieval": chosen,
                     "train_recall@10": 100 * score,
-                    "trace": trace,
+                    "train_echo_recall@10": 100 * act.train if act is not None else None,
+                    "trace": trace + (act.trace if act is not None else []),
+                    "verdicts": {**fold.verdicts, **(act.verdicts if act is not None else {})},
                     "min_relevance": t,
                     "train_emptied": 100 * emptied([b for r in rel_train for b in r["unrelated"]], t),
                     "context_turn_tokens": digest,
@@ -641,6 +761,7 @@ def run_cv(
                         "recall@20": rec[:, 2].tolist(),
                         "context fragments": ctx[:, 0].tolist(),
                         "context whole turns": ctx[:, 1].tolist(),
+                        **({"echo recall@10": echo.recall(chosen, held)[:, 1].tolist()} if echo is not None else {}),
                     },
                     "cutoff_held": {
                         "unrelated": len(rel_held["unrelated"]),
@@ -666,6 +787,17 @@ def run_cv(
             for name, rows in base_vals.items()
         }
         held_out = {m: 100 * pooled([np.asarray(f["held"][m]) for f in folds]) for m in metric_names}
+        echo_baselines: dict[str, float] = {}
+        if echo is not None:
+            held_out["echo recall@10"] = 100 * pooled([np.asarray(f["held"]["echo recall@10"]) for f in folds])
+            echo_vals: dict[str, list[np.ndarray]] = {}
+            for g in groups:
+                for name, rows in echo.baselines(g, extra).items():
+                    echo_vals.setdefault(name, []).append(rows[:, 1])
+            echo_baselines = {name: 100 * pooled(rows) for name, rows in echo_vals.items()}
+        verdict_counts = {
+            a.key: dict(Counter(f["verdicts"][a.key]["verdict"] for f in folds)) for a in (*grid, *act_grid)
+        }
         # the folds' most frequent choices, and the shipped defaults, in-sample on every group
         full_choices = [{**f["retrieval"], "min_relevance": f["min_relevance"],
                          "context_turn_tokens": f["context_turn_tokens"]} for f in folds]  # fmt: skip
@@ -711,7 +843,16 @@ def run_cv(
             "conversations": [c.sample_id for c in conversations],
             "groups": groups,
             "questions": int(sum(len(f["held"]["recall@10"]) for f in folds)),
-            "grid": [{"key": a.key, "values": list(a.values), "start": a.start, "ingest": a.ingest} for a in grid],
+            "grid": [
+                {"key": a.key, "values": list(a.values), "start": a.start, "ingest": a.ingest, "needs": a.needs}
+                for a in grid
+            ],  # fmt: skip
+            "act_grid": [
+                {"key": a.key, "values": list(a.values), "start": a.start, "ingest": a.ingest, "needs": a.needs}
+                for a in act_grid
+            ],  # fmt: skip
+            "verdict_counts": verdict_counts,
+            "echo_baselines": echo_baselines,
             "sweeps": sweeps,
             "cutoff_grid": list(cutoff_grid),
             "relative_grid": list(relative_grid),
@@ -731,6 +872,8 @@ def run_cv(
         }
     finally:
         ev.close()
+        if echo is not None:
+            echo.close()
 
 
 def _shipped(base: Config, key: str, ev: Evaluator) -> Any:

@@ -21,6 +21,7 @@ from sgmem.eval.cv import (
     nested_cv,
     pooled,
     run_cv,
+    verdicts,
 )
 from sgmem.eval.locomo import Question
 
@@ -43,6 +44,53 @@ def test_coordinate_descent_reaches_the_best_cell_from_a_start_that_is_not_it() 
 def test_coordinate_descent_keeps_the_current_value_on_a_tie() -> None:
     best, _, _ = coordinate_descent(AXES, lambda s: 0.0)
     assert best == {"x": 1, "y": 0}  # the start: nothing beat it
+
+
+# A tiny grid whose answer is known: ``w`` is best at 0 and gates ``g`` (g only matters while w > 0, where g=1
+# is better); ``t`` changes nothing; ``u`` is best at 1 and 2 alike (a tie with its start, 1).
+GATED = (
+    Axis("g", (0, 1), 0, needs="w"),
+    Axis("w", (0, 1, 2), 1),
+    Axis("t", (0, 1), 0),
+    Axis("u", (0, 1, 2), 1),
+)
+
+
+def _gated(s: dict) -> float:  # type: ignore[type-arg]
+    return -float(s["w"]) + (0.5 * s["g"] if s["w"] > 0 else 0.0) + (0.0 if s["u"] == 0 else 0.3)
+
+
+def test_an_axis_gated_off_by_another_is_inert_not_a_verdict() -> None:
+    # one sweep: g is visited while w is still 1 and moves to 1; w then moves to 0, which makes g inert
+    best, _, trace = coordinate_descent(GATED, _gated, sweeps=1)
+    assert best == {"g": 1, "w": 0, "t": 0, "u": 1}
+    v = verdicts(GATED, best, trace)
+    assert v["g"]["verdict"] == "inert" and v["g"]["inert"] == "w = 0"
+    assert v["w"] == {"chosen": 0, "tied": [], "inert": None, "verdict": "chosen"}
+    # without the gate declared, g's visit alone reads as a verdict for g=1: the trace cannot see w's later move
+    assert verdicts((Axis("g", (0, 1), 0), *GATED[1:]), best, trace)["g"]["verdict"] == "chosen"
+
+
+def test_an_axis_no_value_of_which_changes_the_score_is_inert() -> None:
+    best, _, trace = coordinate_descent(GATED, _gated, sweeps=2)
+    v = verdicts(GATED, best, trace)
+    assert v["t"]["verdict"] == "inert" and v["t"]["inert"] == "no value changed the score"
+    assert v["t"]["tied"] == [1]
+
+
+def test_a_value_kept_on_a_tie_with_the_start_is_reported_as_a_tie() -> None:
+    best, _, trace = coordinate_descent(GATED, _gated, sweeps=2)
+    v = verdicts(GATED, best, trace)
+    assert v["u"]["chosen"] == 1 and v["u"]["verdict"] == "tie" and v["u"]["tied"] == [2]
+
+
+def test_nested_folds_carry_their_verdicts() -> None:
+    def values(s: dict, group: str) -> np.ndarray:  # type: ignore[type-arg]
+        return np.full(4, _gated(s))
+
+    folds = nested_cv(["a", "b"], GATED, values, sweeps=1)
+    assert [f.verdicts["g"]["verdict"] for f in folds] == ["inert", "inert"]
+    assert [f.verdicts["u"]["verdict"] for f in folds] == ["tie", "tie"]
 
 
 def test_an_axis_must_start_on_one_of_its_values() -> None:

@@ -1,0 +1,379 @@
+"""Ablations that decide: each channel of the hybrid switched off in turn, on LoCoMo and on LongMemEval.
+
+The benchmark part ``ablation`` (``python -m benchmarks --only ablation``). Every channel of sgmem's default
+``hybrid`` mode (:data:`CHANNELS`: the dense sentence and turn channels, the lexical channel, the sentence
+graph's expansion, the pyramid, the dialogue acts, the dates, the sessions, the chronological neighbours) is
+switched off in turn, everything else at the shipped defaults, and every question is searched under each
+configuration in the same run, with each search timed (query p50 with the channel off against all on).
+
+Whether a channel is kept is itself a choice measured on data, so it is made by cross-validation: joint
+folds hold out one LoCoMo conversation and one of three LongMemEval question folds (stratified by question
+type) at once; a fold switches a channel off only if that scores strictly better on what it did not hold out
+(the mean of LoCoMo recall@10 and LongMemEval turn recall@10 under both protocols), and the choice is
+measured on what it held out. The shipped defaults were chosen on LoCoMo dev, so LoCoMo's on/off figures are
+in-sample; nothing was tuned on LongMemEval, so its figures are held out.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CHANNELS", "TITLE", "lme_folds", "render_part", "run_part", "summary_lines"]
+
+TITLE = "Ablations: each channel switched off, on LoCoMo and LongMemEval"
+
+#: [D] What switches each channel off (dotted ``Config`` overrides). The dialogue acts off: every sentence weighs
+#: as a statement and the reply channel is off (a turn of filler alone is still set apart).
+CHANNELS: dict[str, dict[str, Any]] = {
+    "dense sentences": {"hybrid.w_sentence": 0.0},
+    "dense turns": {"hybrid.w_turn": 0.0},
+    "lexical": {"hybrid.w_lexical": 0.0},
+    "graph expansion (SGMem)": {"hybrid.w_graph": 0.0},
+    "pyramid (MGRetrieval)": {"hybrid.w_pyramid": 0.0},
+    "dialogue acts": {
+        "hybrid.question_weight": 1.0,
+        "hybrid.echo_weight": 1.0,
+        "hybrid.non_answer_weight": 1.0,
+        "hybrid.reply_weight": 0.0,
+    },
+    "dates": {"hybrid.date_day_bonus": 0.0, "hybrid.date_month_bonus": 0.0},
+    "sessions": {"hybrid.session_weight": 0.0},
+    "chronological neighbours (SGRM chain)": {
+        "hybrid.neighbour_weight": 0.0,
+        "hybrid.neighbour_dense": 0.0,
+        "hybrid.propagation": 0.0,
+    },
+}
+ALL_ON = "all on (shipped defaults)"
+CATS = (1, 2, 3, 4)
+LME_FOLDS = 3
+_DEPTH = 50  # LongMemEval: ranked turns per search (enough for five distinct sessions)
+
+
+def lme_folds(questions: list[tuple[str, str]], n: int = LME_FOLDS) -> dict[str, int]:
+    """Question id -> fold, stratified by type: within each type, in id order, round robin over ``n`` folds."""
+    by_type: dict[str, list[str]] = defaultdict(list)
+    for qid, qtype in questions:
+        by_type[qtype].append(qid)
+    return {qid: i % n for ids in by_type.values() for i, qid in enumerate(sorted(ids))}
+
+
+def _configs() -> dict[str, dict[str, Any]]:
+    return {ALL_ON: {}, **CHANNELS}
+
+
+def _locomo(ctx: Any, smoke: bool) -> dict[str, Any]:
+    from sgmem.config import Config
+    from sgmem.eval.chat import _Memo
+    from sgmem.eval.locomo import load_locomo, recall_at_k, turns_of
+    from sgmem.eval.loo import _configured, apply_overrides, prepare
+
+    if not ctx.locomo.exists():
+        return {"missing": str(ctx.locomo)}
+    convs = load_locomo(ctx.locomo, 2 if smoke else getattr(ctx.args, "limit", None))
+    max_q = getattr(ctx.args, "max_questions", None) or (4 if smoke else None)
+    emb = _Memo(ctx.embedder())
+    base = Config()
+    values: dict[str, dict[str, list[float]]] = {name: {} for name in _configs()}
+    ms: dict[str, list[float]] = {name: [] for name in _configs()}
+    with prepare(convs, emb, base, ctx.progress) as prep:
+        for conv in convs:
+            cid = conv.sample_id
+            mem = prep.memories[cid]
+            qs = [q for q in conv.questions[:max_q] if q.category in CATS]
+            emb.embed([q.question for q in qs])  # query vectors outside the timings, alike for every configuration
+            for name, overrides in _configs().items():
+                with _configured(mem, apply_overrides(base, overrides)):
+                    if qs:  # untimed: the first search of a configuration builds what it reads lazily
+                        mem.search(qs[0].question, scope=cid, k=10, min_score=0)
+                    row = []
+                    for q in qs:
+                        t0 = time.perf_counter()
+                        hits = mem.search(q.question, scope=cid, k=10, min_score=0)
+                        ms[name].append((time.perf_counter() - t0) * 1e3)
+                        row.append(recall_at_k(turns_of(hits), q.evidence, 10))
+                values[name][cid] = row
+            ctx.progress(f"ablation: LoCoMo {cid} measured")
+    return {"path": ctx.locomo.name, "conversations": [c.sample_id for c in convs], "recall@10": values, "ms": ms}
+
+
+def _lme(ctx: Any, smoke: bool) -> dict[str, Any]:
+    from benchmarks.longmemeval import default_longmemeval_path
+    from sgmem.config import Config
+    from sgmem.eval.chat import _Memo
+    from sgmem.eval.locomo import turns_of
+    from sgmem.eval.longmemeval import PROTOCOLS, _stored, load_longmemeval, retrieval_metrics
+    from sgmem.eval.loo import _configured, apply_overrides
+    from sgmem.memory import Memory
+
+    path = Path(getattr(ctx.args, "longmemeval", None) or default_longmemeval_path())
+    if not path.exists():
+        return {"missing": str(path)}
+    per_type = getattr(ctx.args, "lme_per_type", 3)
+    qs = load_longmemeval(
+        path, per_type=1 if smoke else per_type, limit=2 if smoke else None, max_sessions=3 if smoke else None
+    )
+    emb = _Memo(ctx.embedder())
+    base = Config()
+    out: dict[str, Any] = {
+        "path": path.name,
+        "per_type": per_type,
+        "types": {q.question_id: q.question_type for q in qs},
+        "protocols": {},
+    }
+    for protocol in PROTOCOLS:
+        vals: dict[str, dict[str, list[float]]] = {name: {} for name in _configs()}
+        ms: dict[str, list[float]] = {name: [] for name in _configs()}
+        for q in qs:
+            evidence = q.evidence(protocol)
+            if not evidence:
+                continue
+            session_of = {t: s for s, _, turns in q.sessions for t, role, _, _ in turns if _stored(role, protocol)}
+            ev_sessions = {session_of[t] for t in evidence}
+            with Memory(embedder=emb, config=base) as mem:
+                for sid, at, turns in q.sessions:
+                    msgs = [
+                        {"role": role, "content": text, "id": tid, "at": at}
+                        for tid, role, text, _ in turns
+                        if _stored(role, protocol) and text.strip()
+                    ]
+                    if msgs:
+                        mem.add(msgs, scope="q", thread=sid, at=at)
+                emb.embed([q.question])
+                for name, overrides in _configs().items():
+                    with _configured(mem, apply_overrides(base, overrides)):
+                        mem.search(q.question, scope="q", k=_DEPTH, min_score=0)  # untimed: lazy builds
+                        best = math.inf
+                        for _ in range(2):
+                            t0 = time.perf_counter()
+                            hits = mem.search(q.question, scope="q", k=_DEPTH, min_score=0)
+                            best = min(best, time.perf_counter() - t0)
+                        ms[name].append(best * 1e3)
+                    turns = turns_of(hits)
+                    sessions = list(dict.fromkeys(session_of[t] for t in turns if t in session_of))
+                    tm = retrieval_metrics(turns, evidence, len(session_of), (5, 10))
+                    sm = retrieval_metrics(sessions, ev_sessions, len(set(session_of.values())), (5,))
+                    vals[name][q.question_id] = [tm["recall@5"], tm["recall@10"], sm["recall_any@5"]]
+            ctx.progress(f"ablation: LongMemEval {protocol} {q.question_id} measured")
+        out["protocols"][protocol] = {"values": vals, "ms": ms}
+    save = getattr(ctx.embedder(), "save", None)
+    if callable(save):
+        save()
+    return out
+
+
+def run_part(ctx: Any) -> dict[str, Any]:
+    """Measure (see the module docstring); JSON-ready raw results."""
+    smoke = bool(getattr(ctx.args, "smoke", False))
+    t0 = time.perf_counter()
+    raw = {"smoke": smoke, "channels": {k: dict(v) for k, v in CHANNELS.items()}}
+    raw["locomo"] = _locomo(ctx, smoke)
+    raw["longmemeval"] = _lme(ctx, smoke)
+    raw["seconds"] = time.perf_counter() - t0
+    return raw
+
+
+# --------------------------------------------------------------- analysis (from the raw results alone)
+def _diff(on: list[float], off: list[float]) -> tuple[float, float, int]:
+    """Mean of on − off in points, its standard error, the number of questions (paired)."""
+    d = [100 * (a - b) for a, b in zip(on, off, strict=True)]
+    if not d:
+        return float("nan"), float("nan"), 0
+    se = statistics.stdev(d) / math.sqrt(len(d)) if len(d) > 1 else float("nan")
+    return statistics.fmean(d), se, len(d)
+
+
+def _word(delta: float, se: float) -> str:
+    if math.isnan(delta):
+        return "–"
+    if se > 0 and delta > 2 * se:
+        return "helps"
+    if se > 0 and delta < -2 * se:
+        return "hurts"
+    return "within noise" if delta or se else "no effect"
+
+
+def _sources(raw: dict[str, Any]) -> dict[str, dict[str, dict[str, list[float]]]]:
+    """Per source (LoCoMo; LongMemEval per protocol): configuration -> group -> per-question recall@10."""
+    out: dict[str, dict[str, dict[str, list[float]]]] = {}
+    loc = raw.get("locomo", {})
+    if "recall@10" in loc:
+        out["LoCoMo"] = loc["recall@10"]
+    lme = raw.get("longmemeval", {})
+    for protocol, data in lme.get("protocols", {}).items():
+        out[f"LongMemEval {protocol}"] = {
+            name: {qid: [v[1]] for qid, v in per.items()} for name, per in data["values"].items()
+        }
+    return out
+
+
+def decisions(raw: dict[str, Any]) -> dict[str, Any]:
+    """The joint folds' choices per channel and their held-out figures.
+
+    Joint fold ``i`` holds out LoCoMo conversation ``i`` and LongMemEval question fold ``i mod 3``; it switches
+    a channel off only if the mean over sources (LoCoMo, LongMemEval per protocol) of the training recall@10
+    is strictly higher off than on (a tie keeps it on, reported as a tie). Held out: each conversation under
+    its fold's choice; each LongMemEval question fold under the choice of the first joint fold holding it out.
+    """
+    src = _sources(raw)
+    convs = raw.get("locomo", {}).get("conversations", [])
+    types = raw.get("longmemeval", {}).get("types", {})
+    fold_of = lme_folds(list(types.items()))
+    n_joint = max(len(convs), LME_FOLDS if types else 0)
+    out: dict[str, Any] = {}
+    for ch in CHANNELS:
+        choices, held = [], {s: [] for s in src}
+        for i in range(n_joint):
+            held_conv = convs[i] if i < len(convs) else None
+            held_fold = i % LME_FOLDS
+            scores = {}
+            for name in (ALL_ON, ch):
+                per = []
+                for s, cfgs in src.items():
+                    groups = cfgs[name]
+                    if s == "LoCoMo":
+                        vals = [v for g, row in groups.items() if g != held_conv for v in row]
+                    else:
+                        vals = [v for g, row in groups.items() if fold_of.get(g) != held_fold for v in row]
+                    if vals:
+                        per.append(statistics.fmean(vals))
+                scores[name] = statistics.fmean(per) if per else float("nan")
+            gap = scores[ch] - scores[ALL_ON]
+            choice = "off" if gap > 1e-9 else ("tie" if abs(gap) <= 1e-9 else "on")
+            choices.append(choice)
+            use = ch if choice == "off" else ALL_ON
+            for s, cfgs in src.items():
+                if s == "LoCoMo":
+                    if held_conv is not None:
+                        held[s] += cfgs[use][held_conv]
+                elif i < LME_FOLDS:
+                    held[s] += [v for g, row in cfgs[use].items() if fold_of.get(g) == held_fold for v in row]
+        out[ch] = {
+            "choices": choices,
+            "held_out": {s: 100 * statistics.fmean(v) if v else float("nan") for s, v in held.items()},
+        }
+    return out
+
+
+def _p50(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def render_part(raw: dict[str, Any]) -> str:
+    """The section's markdown body, from the raw results alone."""
+    src = _sources(raw)
+    if not src:
+        return "Not measured: neither LoCoMo nor LongMemEval was found.\n"
+    loc = raw.get("locomo", {})
+    lme = raw.get("longmemeval", {})
+    n_loc = sum(len(r) for r in loc.get("recall@10", {}).get(ALL_ON, {}).values())
+    out = [
+        "Each channel of the default `hybrid` mode switched off in turn, everything else at the shipped defaults; "
+        "every question searched under every configuration in the same run, each search timed after an untimed "
+        "one per configuration and store (query vectors cached: the timings are ranking alone; LongMemEval: the "
+        "best of two searches per question). recall@10 in % (LoCoMo: evidence turns, categories 1–4, "
+        f"{n_loc} questions of {len(loc.get('conversations', []))} conversations; LongMemEval: turn recall@10, "
+        f"{len(lme.get('types', {}))} questions, up to {lme.get('per_type', '?')} per type, under each protocol). "
+        "Δ = on − off in points, paired over the same questions, ± its standard error; *helps* / *hurts* when "
+        "|Δ| exceeds two standard errors. LoCoMo's figures are in-sample (the shipped defaults were chosen on "
+        "these conversations); nothing was tuned on LongMemEval, so its figures are held out.",
+        "",
+        "### Each channel off: recall@10 and query cost",
+        "",
+        "| channel switched off | what is set | "
+        + " | ".join(f"{s}: off (Δ on − off)" for s in src)
+        + " | query p50 ms, LoCoMo: on / off | query p50 ms, LongMemEval all turns: on / off |",
+        "|---|---|" + "---|" * len(src) + "---|---|",
+    ]
+    base_row = ["**all on** (shipped)", "–"]
+    for cfgs in src.values():
+        vals = [v for row in cfgs[ALL_ON].values() for v in row]
+        base_row.append(f"**{100 * statistics.fmean(vals):.1f}**" if vals else "–")
+    lat_loc = loc.get("ms", {})
+    lat_all = lme.get("protocols", {}).get("all", {}).get("ms", {})
+    base_row += [f"{_p50(lat_loc.get(ALL_ON, [])):.1f}", f"{_p50(lat_all.get(ALL_ON, [])):.1f}"]
+    out.append("| " + " | ".join(base_row) + " |")
+    verdicts: dict[str, dict[str, str]] = {}
+    for ch, overrides in raw["channels"].items():
+        setting = ", ".join(f"`{k.split('.')[-1]}={v:g}`" for k, v in overrides.items())
+        cells = [ch, setting]
+        for s, cfgs in src.items():
+            groups = list(cfgs[ALL_ON])
+            on = [v for g in groups for v in cfgs[ALL_ON][g]]
+            off = [v for g in groups for v in cfgs[ch][g]]
+            d, se, _ = _diff(on, off)
+            verdicts.setdefault(ch, {})[s] = _word(d, se)
+            cells.append(f"{100 * statistics.fmean(off):.1f} ({d:+.1f} ± {se:.1f}, {_word(d, se)})" if off else "–")
+        cells += [
+            f"{_p50(lat_loc.get(ALL_ON, [])):.1f} / {_p50(lat_loc.get(ch, [])):.1f}",
+            f"{_p50(lat_all.get(ALL_ON, [])):.1f} / {_p50(lat_all.get(ch, [])):.1f}",
+        ]
+        out.append("| " + " | ".join(cells) + " |")
+    # the joint folds
+    dec = decisions(raw)
+    n_joint = len(next(iter(dec.values()))["choices"]) if dec else 0
+    out += [
+        "",
+        "### Kept or not, cross-validated",
+        "",
+        f"{n_joint} joint folds, each holding out one LoCoMo conversation and one of {LME_FOLDS} LongMemEval "
+        "question folds (stratified by question type; fold *i* holds out conversation *i* and question fold "
+        f"*i* mod {LME_FOLDS}). A fold switches the channel off only if the mean of the training recall@10 over "
+        "LoCoMo and LongMemEval's two protocols is strictly higher without it (a tie keeps it on and is counted "
+        "as a tie). Held out: each conversation under its fold's choice, each question fold under the choice of "
+        "the first fold holding it out — every figure measured on data its choice did not see.",
+        "",
+        "| channel | folds: on / off / tie | "
+        + " | ".join(f"{s}, held out: folds' choice (all on)" for s in src)
+        + " | where it helps | where it hurts |",
+        "|---|---|" + "---|" * len(src) + "---|---|",
+    ]
+    all_on = {}
+    for s, cfgs in src.items():
+        vals = [v for row in cfgs[ALL_ON].values() for v in row]
+        all_on[s] = 100 * statistics.fmean(vals) if vals else float("nan")
+    for ch, d in dec.items():
+        c = d["choices"]
+        helps = [s for s, w in verdicts[ch].items() if w == "helps"]
+        hurts = [s for s, w in verdicts[ch].items() if w == "hurts"]
+        out.append(
+            f"| {ch} | {c.count('on')} / {c.count('off')} / {c.count('tie')} | "
+            + " | ".join(f"{d['held_out'][s]:.1f} ({all_on[s]:.1f})" for s in src)
+            + f" | {', '.join(helps) or '–'} | {', '.join(hurts) or '–'} |"
+        )
+    out += [
+        "",
+        "The dialogue acts are for a chat that stores its own questions and non-answers (the cv part's echo "
+        "condition); LoCoMo and LongMemEval hold neither, so their effect here is the ranking of ordinary "
+        "questions in the data.",
+    ]
+    if raw.get("seconds") is not None:
+        out += ["", f"(Measured in {raw['seconds'] / 60:.1f} minutes.)"]
+    return "\n".join(out)
+
+
+def summary_lines(raw: dict[str, Any]) -> list[str]:
+    """One bullet: which channels help where."""
+    src = _sources(raw)
+    if not src:
+        return []
+    helps: dict[str, list[str]] = defaultdict(list)
+    for ch in raw["channels"]:
+        for s, cfgs in src.items():
+            groups = list(cfgs[ALL_ON])
+            on = [v for g in groups for v in cfgs[ALL_ON][g]]
+            off = [v for g in groups for v in cfgs[ch][g]]
+            d, se, _ = _diff(on, off)
+            if _word(d, se) == "helps":
+                helps[s].append(ch)
+    parts = [f"{s}: {', '.join(chs)}" for s, chs in helps.items() if chs]
+    return [
+        "- Channels whose removal costs recall@10 by more than two standard errors (ablation part) — "
+        + ("; ".join(parts) if parts else "none")
+        + "."
+    ]

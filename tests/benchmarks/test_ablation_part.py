@@ -1,0 +1,112 @@
+"""The benchmark part ``ablation``: each channel switched off, the joint folds' choices, and its smoke run."""
+
+from __future__ import annotations
+
+import json
+from argparse import Namespace
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from benchmarks import ablation
+from benchmarks.ablation import ALL_ON, CHANNELS, decisions, lme_folds
+from tests.benchmarks.test_cv_part import _locomo
+
+
+def _raw(lexical_off: dict[str, list[float]]) -> dict[str, Any]:
+    """LoCoMo conversations a and b, LongMemEval questions q1–q3 (one type: folds 0, 1, 2); every channel off
+    scores as all on except the lexical channel on LoCoMo."""
+    on = {"a": [1.0, 1.0], "b": [0.0, 0.0]}
+    loc = {name: {g: list(v) for g, v in on.items()} for name in (ALL_ON, *CHANNELS)}
+    loc["lexical"] = lexical_off
+    lme_vals = {name: {q: [0.5, 0.5, 1.0] for q in ("q1", "q2", "q3")} for name in (ALL_ON, *CHANNELS)}
+    return {
+        "channels": CHANNELS,
+        "locomo": {"conversations": ["a", "b"], "recall@10": loc, "ms": {}},
+        "longmemeval": {
+            "types": {"q1": "t", "q2": "t", "q3": "t"},
+            "per_type": 3,
+            "protocols": {"user": {"values": lme_vals, "ms": {}}},
+        },
+    }
+
+
+def test_a_joint_fold_chooses_on_what_it_did_not_hold_out() -> None:
+    # switching the lexical channel off: worse on a (0.8 against 1), much better on b (1 against 0)
+    raw = _raw({"a": [0.8, 0.8], "b": [1.0, 1.0]})
+    d = decisions(raw)["lexical"]
+    # fold 0 holds a out and sees b: off; fold 1 holds b out and sees a: on; fold 2 (no conversation held out,
+    # question fold 2) sees both: off
+    assert d["choices"] == ["off", "on", "off"]
+    # held out: a under "off" (0.8), b under "on" (0.0); a choice that had seen b would score b at 1.0
+    assert d["held_out"]["LoCoMo"] == pytest.approx(40.0)
+    assert d["held_out"]["LongMemEval user"] == pytest.approx(50.0)
+
+
+def test_a_channel_that_changes_nothing_is_a_tie_kept_on() -> None:
+    d = decisions(_raw({"a": [1.0, 1.0], "b": [0.0, 0.0]}))
+    assert d["graph expansion (SGMem)"]["choices"] == ["tie", "tie", "tie"]
+    assert d["lexical"]["choices"] == ["tie", "tie", "tie"]
+
+
+def test_question_folds_are_stratified_by_type() -> None:
+    qs = [(f"x{i}", "single-session-user") for i in range(4)] + [(f"y{i}", "multi-session") for i in range(3)]
+    folds = lme_folds(qs)
+    # every fold holds questions of every type (a type with n questions puts n // 3 or n // 3 + 1 in each)
+    assert sorted(f for q, f in folds.items() if q.startswith("x")) == [0, 0, 1, 2]
+    assert sorted(f for q, f in folds.items() if q.startswith("y")) == [0, 1, 2]
+
+
+def _lme(path: Path) -> Path:
+    def q(qid: str, qtype: str, question: str, fact: str) -> dict[str, Any]:
+        return {
+            "question_id": qid,
+            "question_type": qtype,
+            "question": question,
+            "question_date": "2023/06/01 (Thu) 10:00",
+            "haystack_session_ids": ["s1", "s2"],
+            "haystack_dates": ["2023/05/20 (Sat) 02:21", "2023/05/27 (Sat) 09:00"],
+            "haystack_sessions": [
+                [
+                    {"role": "user", "content": "Can you suggest a pasta recipe?"},
+                    {"role": "assistant", "content": "Try a carbonara with eggs and pecorino."},
+                ],
+                [
+                    {"role": "user", "content": fact, "has_answer": True},
+                    {"role": "assistant", "content": "That sounds lovely, enjoy it."},
+                ],
+            ],
+        }
+
+    data = [
+        q("a1", "single-session-user", "Where did I adopt my dog?", "I adopted my dog from a shelter in Leeds."),
+        q("b1", "knowledge-update", "What instrument am I learning?", "I started learning the cello last week."),
+    ]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+@pytest.mark.benchmark
+def test_the_smoke_run_measures_every_channel_on_both_benchmarks(embedder: Any, tmp_path: Path) -> None:
+    ctx = SimpleNamespace(
+        args=Namespace(
+            smoke=True, limit=None, max_questions=None, lme_per_type=3, longmemeval=str(_lme(tmp_path / "l.json"))
+        ),
+        locomo=_locomo(tmp_path / "locomo.json"),
+        embedder=lambda: embedder,
+        out=tmp_path / "out",
+        plots=tmp_path / "plots",
+        progress=lambda s: None,
+    )
+    raw = ablation.run_part(ctx)
+    json.dumps(raw)  # stored as JSON by the suite
+    assert set(raw["locomo"]["recall@10"]) == {ALL_ON, *CHANNELS}
+    for protocol in ("user", "all"):
+        assert set(raw["longmemeval"]["protocols"][protocol]["values"][ALL_ON]) == {"a1", "b1"}
+    text = ablation.render_part(raw)
+    for ch in CHANNELS:
+        assert text.count(f"| {ch} |") == 2, ch  # in the ablation table and the folds' table
+    assert "### Kept or not, cross-validated" in text and "query p50 ms" in text
+    assert ablation.summary_lines(raw)
