@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from argparse import Namespace
 from pathlib import Path
 from types import SimpleNamespace
@@ -48,9 +47,7 @@ def test_the_smoke_run_folds_one_conversation_and_renders_every_table(embedder: 
         plots=tmp_path / "plots",
         progress=lambda s: None,
     )
-    t0 = time.perf_counter()
     raw = cv.run_part(ctx)
-    assert time.perf_counter() - t0 < 60
     json.dumps(raw)  # stored as JSON by the suite
     assert [f["held_out"] for f in raw["folds"]] == ["tiny-1[:2]", "tiny-1[2:]"]
     assert raw["questions"] == 4
