@@ -195,7 +195,10 @@ def _check_caches(store_dir: Path, dim: int) -> tuple[int, int]:
 def _check_memory(store: Path, reported: set[int], rng: random.Random) -> dict[int, list[int]]:
     """Open the store as a user would; every reported batch whole, no batch partial, all searchable."""
     present: dict[int, list[int]] = defaultdict(list)
-    with sgmem.Memory(store, embedder=FastEmbedder()) as mem:
+    # the searches below check what is stored: the role weight (the assistant's turns under the user's,
+    # HybridConfig.assistant_weight) is off so that a batch's assistant messages rank by their token alone
+    cfg = sgmem.Config(hybrid=sgmem.HybridConfig(assistant_weight=1.0))
+    with sgmem.Memory(store, embedder=FastEmbedder(), config=cfg) as mem:
         for scope in SCOPES:
             for m in mem.messages(scope=scope):
                 b, j = int(m.id[1:7]), int(m.id.split("-m")[1])

@@ -47,7 +47,9 @@ def _reference_lexical(idx, terms, nw):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def memory():  # type: ignore[no-untyped-def]
-    cfg = sgmem.Config(min_relevance=0.0)
+    # the reference computes each channel unweighted: the assistant's role weight off (its turns weigh half in
+    # every channel by default, HybridConfig.assistant_weight)
+    cfg = sgmem.Config(min_relevance=0.0, hybrid=sgmem.HybridConfig(assistant_weight=1.0))
     with sgmem.Memory(embedder=HashEmbedder(), config=cfg) as mem:
         for thread, msgs in _adds(25):
             mem.add(msgs, scope="a", thread=thread)
