@@ -107,7 +107,7 @@ def _lme(ctx: Any, smoke: bool) -> dict[str, Any]:
     from sgmem.config import Config
     from sgmem.eval.chat import _Memo
     from sgmem.eval.locomo import turns_of
-    from sgmem.eval.longmemeval import PROTOCOLS, _stored, load_longmemeval, retrieval_metrics
+    from sgmem.eval.longmemeval import PROTOCOLS, _stored, ingest_haystack, load_longmemeval, retrieval_metrics
     from sgmem.eval.loo import _configured, apply_overrides
     from sgmem.memory import Memory
 
@@ -136,14 +136,7 @@ def _lme(ctx: Any, smoke: bool) -> dict[str, Any]:
             session_of = {t: s for s, _, turns in q.sessions for t, role, _, _ in turns if _stored(role, protocol)}
             ev_sessions = {session_of[t] for t in evidence}
             with Memory(embedder=emb, config=base) as mem:
-                for sid, at, turns in q.sessions:
-                    msgs = [
-                        {"role": role, "content": text, "id": tid, "at": at}
-                        for tid, role, text, _ in turns
-                        if _stored(role, protocol) and text.strip()
-                    ]
-                    if msgs:
-                        mem.add(msgs, scope="q", thread=sid, at=at)
+                ingest_haystack(mem, q, protocol)
                 emb.embed([q.question])
                 for name, overrides in _configs().items():
                     with _configured(mem, apply_overrides(base, overrides)):

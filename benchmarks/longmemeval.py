@@ -84,7 +84,7 @@ def cost(
     the same sentences embedded, BM25 indexed), and each one's query time (the best of ``repeats``; the query
     vector cached too). Which goes first alternates per haystack. ``cold``: ``embedder`` is the model itself
     (no cache, nothing warmed): every sentence is embedded inside both timings."""
-    from sgmem.eval.longmemeval import _stored
+    from sgmem.eval.longmemeval import _stored, ingest_haystack
     from sgmem.memory import Memory
     from sgmem.text.segment import _cached_spans
 
@@ -101,14 +101,7 @@ def cost(
             _cached_spans.cache_clear()
             with Memory(embedder=embedder) as mem:
                 t0 = time.perf_counter()
-                for sid, at, ts in q.sessions:
-                    msgs = [
-                        {"role": role, "content": text, "id": tid, "at": at}
-                        for tid, role, text, _ in ts
-                        if _stored(role, protocol) and text.strip()
-                    ]
-                    if msgs:
-                        mem.add(msgs, scope="q", thread=sid, at=at)
+                ingest_haystack(mem, q, protocol)
                 ingest = time.perf_counter() - t0
                 lat = []
                 for _ in range(repeats):

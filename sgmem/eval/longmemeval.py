@@ -56,6 +56,7 @@ __all__ = [
     "LMEQuestion",
     "LMEReport",
     "evaluate_longmemeval",
+    "ingest_haystack",
     "load_longmemeval",
     "ndcg_any",
     "parse_lme_date",
@@ -97,6 +98,19 @@ class LMEQuestion:
 
 def _stored(role: str, protocol: str) -> bool:
     return protocol == "all" or role == "user"
+
+
+def ingest_haystack(mem: Any, q: Any, protocol: str) -> None:
+    """Add question ``q``'s haystack to ``mem`` (scope ``"q"``), one thread per session, with the sessions'
+    dates: the turns ``protocol`` stores, empty ones left out."""
+    for sid, at, turns in q.sessions:
+        msgs = [
+            {"role": role, "content": text, "id": tid, "at": at}
+            for tid, role, text, _ in turns
+            if _stored(role, protocol) and text.strip()
+        ]
+        if msgs:
+            mem.add(msgs, scope="q", thread=sid, at=at)
 
 
 def parse_lme_date(text: str) -> datetime:
@@ -251,14 +265,7 @@ def evaluate_longmemeval(
         n_turns, n_sessions = len(session_of), len(set(session_of.values()))
         with Memory(embedder=embedder, config=config) as mem:
             t0 = time.perf_counter()
-            for sid, at, turns in q.sessions:
-                msgs = [
-                    {"role": role, "content": text, "id": tid, "at": at}
-                    for tid, role, text, _ in turns
-                    if _stored(role, protocol) and text.strip()
-                ]
-                if msgs:
-                    mem.add(msgs, scope="q", thread=sid, at=at)
+            ingest_haystack(mem, q, protocol)
             rep.ingest_s.append(time.perf_counter() - t0)
             rankings: dict[str, list[str]] = {}
             for system, mode in zip(SYSTEMS[:3], ("hybrid", "bm25", "vector"), strict=True):
