@@ -149,7 +149,7 @@ def summary_lines(raw: dict[str, Any]) -> list[str]:
     na = r["non-answer"]
     who = "classifier, speakers never fitted on" if "classifier" in raw else "word rules"
     return [
-        f"Dialogue acts ({who}, {raw['n_test']} held-out chat sentences): facts lost to filler or non-answer "
+        f"- Dialogue acts ({who}, {raw['n_test']} held-out chat sentences): facts lost to filler or non-answer "
         f"{_pct(lost, n)} %, non-answers recognised {_pct(na['tp'], na['real'])} % (precision "
         f"{_pct(na['tp'], na['marked'])} %); the act rules cost at most "
         f"{max(raw['linear_s'].values()) / raw['linear_s']['ordinary text']:.1f}× ordinary text on 200k-character "

@@ -228,7 +228,7 @@ def summary_lines(raw: dict[str, Any]) -> list[str]:
         theirs = rep.mean(base, "turn", "recall@10")
         label = "user turns only" if protocol == "user" else "whole chat stored"
         out.append(
-            f"LongMemEval ({label}, {rep.n_questions} questions, one weight chosen on it): turn recall@10 "
+            f"- LongMemEval ({label}, {rep.n_questions} questions, one weight chosen on it): turn recall@10 "
             f"{ours:.1f} % vs {base} {theirs:.1f} % ({ours / theirs:.2f}×)"
         )
     return out
