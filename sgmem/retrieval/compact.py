@@ -52,6 +52,13 @@ class Grow:
         self.n += len(vals)
         self._v = None
 
+    def adopt(self, arr: np.ndarray) -> None:
+        """Hold ``arr`` (all filled, e.g. a column mapped from a snapshot file) without copying it; the first
+        append past it moves the column to memory of its own."""
+        self._a = arr
+        self.n = len(arr)
+        self._v = None
+
     def trim(self) -> None:
         """Give back the room kept for appends (a column loaded in full keeps no doubling slack)."""
         if len(self._a) > max(self.n, 16):
@@ -117,6 +124,13 @@ class Names(Sequence):  # type: ignore[type-arg]
 
     def append(self, value: Any) -> None:
         self._codes.append(self.code(value))
+
+    def adopt(self, codes: np.ndarray, table: list[Any]) -> None:
+        """Hold ``codes`` (one per row) into ``table`` (the distinct values, in code order), as saved."""
+        self._codes.adopt(codes)
+        self._table = list(table)
+        self._lookup = {v: i for i, v in enumerate(self._table)}
+        self._table_bytes = sum(64 + len(str(v)) for v in self._table)
 
     def codes(self) -> np.ndarray:
         return self._codes.view()
