@@ -6,7 +6,7 @@ Per scope, in the store's ``faiss/`` directory:
 * ``scope-<id>.ann.faiss``: the HNSW links over them, when the scope has them;
 * ``scope-<id>.columns``: everything else the index derives from the rows
   (turn and sentence columns, postings, the graph's adjacency and kNN lists,
-  dialogue acts, names; :mod:`sgmem.retrieval.snapshot`);
+  dialogue acts, names, the keyword pyramid's vocabulary; :mod:`sgmem.retrieval.snapshot`);
 * ``scope-<id>.json``: the metadata, replaced last.
 
 They are a cache of SQLite, written atomically (temporary file + rename) and
@@ -46,6 +46,7 @@ import contextlib
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,7 +59,7 @@ from .snapshot import FORMAT, read_columns, restore_columns, write_columns
 if TYPE_CHECKING:
     from .index import ScopeIndex
 
-__all__ = ["digest", "discard_cache", "load_cached", "save_cached", "write_private"]
+__all__ = ["digest", "discard_cache", "load_cached", "populate", "save_cached", "write_private"]
 
 _SUFFIXES = (".json", ".turns.faiss", ".sentences.faiss", ".ann.faiss", ".columns")
 
@@ -131,6 +132,26 @@ def save_cached(idx: ScopeIndex, directory: Path, acts_by: str) -> None:
     _put(stem, ".json", json.dumps(meta).encode())
 
 
+_MADV_POPULATE_READ = 22  # Linux 5.14+
+
+
+def populate(arr: np.ndarray) -> None:
+    """Map a file-backed array's pages in one call (Linux; elsewhere, or on an older kernel, nothing): the
+    first scan of mapped vectors otherwise takes a page fault per few pages (about 30 ms per 100k sentences,
+    against 2 ms for this call when the file is in the page cache)."""
+    if not sys.platform.startswith("linux") or not arr.nbytes:
+        return
+    import ctypes
+    import mmap
+
+    try:
+        start = arr.ctypes.data - arr.ctypes.data % mmap.PAGESIZE
+        length = arr.ctypes.data + arr.nbytes - start
+        ctypes.CDLL(None).madvise(ctypes.c_void_p(start), ctypes.c_size_t(length), _MADV_POPULATE_READ)
+    except (OSError, AttributeError):  # no libc madvise: the pages fault in as read
+        pass
+
+
 def _same_file(path: str, recorded: Any) -> bool:
     try:
         return _signature(os.stat(path)) == recorded
@@ -171,6 +192,8 @@ def load_cached(
         sents = _faiss().read_index(f"{stem}.sentences.faiss", _faiss().IO_FLAG_MMAP_IFC)
         if sents.ntotal != meta["n_sentences"] or sents.d != idx.dim:
             return None
+        if sents.ntotal:
+            populate(_faiss().rev_swig_ptr(sents.get_xb(), sents.ntotal * sents.d))
         restore_columns(idx, header, arrays)
         if idx.n_turns != meta["n_turns"] or idx.n_sentences != meta["n_sentences"]:
             return None

@@ -470,7 +470,8 @@ class ScopeIndex:
             elif name == "sessions":
                 arr = np.array([s for _, s in self._sessions._table] or [""], dtype=object)[self._sessions.codes()]
             elif name == "ext_ids":
-                arr = np.array(self.ext_ids, dtype=object)
+                arr = np.empty(self.n_turns, dtype=object)
+                arr[:] = list(self.ext_ids)
             else:
                 col = {
                     "msg_ids": self._msg_ids,

@@ -5,7 +5,7 @@ Python and rebuilds the postings (about 2 s per 100k sentences). What it
 builds is saved instead, beside the FAISS files (:mod:`sgmem.retrieval.cachefiles`),
 as one file ``scope-<id>.columns``: a JSON header (format, library version,
 scope, generation, row counts, the small tables: thread, session and speaker
-names) followed by the numpy columns, each at a 64-byte aligned offset.
+names, the keyword pyramid's vocabulary when it was loaded) followed by the numpy columns, each at a 64-byte aligned offset.
 Loading maps the file copy-on-write (:class:`numpy.memmap` mode ``"c"``): no
 column is read until used, an append or an in-place edit copies the page it
 touches and never writes the file.
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._version import __version__
+from .compact import Strings
 
 if TYPE_CHECKING:
     from .index import ScopeIndex
@@ -67,7 +68,7 @@ def columns_of(idx: ScopeIndex) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         names = getattr(idx, name)
         arrays[f"{name}.codes"] = names.codes()
         header["names"][name] = [list(v) if isinstance(v, tuple) else v for v in names._table]
-    arrays["ext_ids.bytes"], arrays["ext_ids.ends"] = _strings(idx.ext_ids)
+    arrays["ext_ids.bytes"], arrays["ext_ids.ends"] = _strings(list(idx.ext_ids))
     arrays["words.bytes"], arrays["words.ends"] = _strings(idx._words)
     post = idx._postings
     arrays["postings.ptr"], arrays["postings.rows"] = post._ptr, post._rows
@@ -85,6 +86,10 @@ def columns_of(idx: ScopeIndex) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         arrays["acts"] = acts  # resolved in context: the first query need not resolve them again
     if idx.n_turns:
         arrays["turn_norms"] = idx.turn_sum_norms()
+    if idx.keywords is not None:  # the pyramid's vocabulary, when this process loaded it
+        fields, kw = idx.keywords.to_arrays(idx.n_turns)
+        header["keywords"] = fields
+        arrays.update({f"kw.{k}": v for k, v in kw.items()})
     header["str_bytes"] = idx._str_bytes
     header["sent_ids_sorted"] = idx._sent_ids_sorted
     return header, arrays
@@ -130,6 +135,9 @@ def read_columns(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     header = json.loads(mm[len(_MAGIC) + 8 : len(_MAGIC) + 8 + n].tobytes())
     if header.get("format") != FORMAT:
         raise ValueError(f"{path}: format {header.get('format')}, expected {FORMAT}")
+    from .cachefiles import populate
+
+    populate(mm)  # every column is read by a first query or two: map them at once
     start = -(-(len(_MAGIC) + 8 + n) // _ALIGN) * _ALIGN
     arrays = {}
     for name, (dtype, shape, offset) in header["arrays"].items():
@@ -149,7 +157,7 @@ def restore_columns(idx: ScopeIndex, header: dict[str, Any], arrays: dict[str, n
     for name in _NAMES:
         table = header["names"][name]
         getattr(idx, name).adopt(arrays[f"{name}.codes"], [tuple(v) if isinstance(v, list) else v for v in table])
-    idx.ext_ids = _unstrings(arrays["ext_ids.bytes"], arrays["ext_ids.ends"])
+    idx.ext_ids = Strings(arrays["ext_ids.bytes"], arrays["ext_ids.ends"])  # type: ignore[assignment]
     idx._words = _unstrings(arrays["words.bytes"], arrays["words.ends"])
     idx._vocab = dict(zip(idx._words, range(len(idx._words)), strict=True))
     post = idx._postings
@@ -165,5 +173,10 @@ def restore_columns(idx: ScopeIndex, header: dict[str, Any], arrays: dict[str, n
         idx._acts = (idx._sent_ids.view().copy(), acts)
     if "turn_norms" in arrays:
         idx._turn_norms = np.array(arrays["turn_norms"])
+    if "keywords" in header:
+        from ..pyramid.vocabulary import KeywordIndex
+
+        kw = {k[3:]: v for k, v in arrays.items() if k.startswith("kw.")}
+        idx.keywords = KeywordIndex.from_arrays(idx.dim, header["keywords"], kw)
     idx._str_bytes = int(header["str_bytes"])
     idx._sent_ids_sorted = bool(header["sent_ids_sorted"])
