@@ -177,13 +177,13 @@ class KeywordIndex:
         order = np.argsort(rows, kind="stable")  # a turn's keywords in the order they were posted
         turn_ptr = np.zeros(n_turns + 1, dtype=np.int64)
         np.cumsum(np.bincount(rows, minlength=n_turns)[:n_turns], out=turn_ptr[1:])
-        fields = {
+        fields: dict[str, Any] = {
             "words": self.words,
             "lookup": [list(self.lookup), list(self.lookup.values())],
             "stems": [list(self.stems), list(self.stems.values())],
             "entry_keys": self.entry_keys,
         }
-        arrays = {
+        arrays: dict[str, np.ndarray] = {
             "ids": np.asarray(self.ids, dtype=np.int64),
             "rows.ptr": ptr,
             "rows.rows": rows,

@@ -159,9 +159,7 @@ def _same_file(path: str, recorded: Any) -> bool:
         return False
 
 
-def load_cached(
-    directory: Path | None, conn: Any, make: Callable[[], ScopeIndex], acts_by: str
-) -> ScopeIndex | None:
+def load_cached(directory: Path | None, conn: Any, make: Callable[[], ScopeIndex], acts_by: str) -> ScopeIndex | None:
     """The scope's index from its cache files if they are current and match SQLite (see the module
     docstring), else None. ``make`` returns an empty index stamped with the scope's generation now."""
     if directory is None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Column", "Grow", "Lazy", "Names", "Neighbours", "Postings", "csr"]
+__all__ = ["Column", "Grow", "Lazy", "Names", "Neighbours", "Postings", "Strings", "csr"]
 
 
 class Grow:
