@@ -101,6 +101,20 @@ def test_a_reopened_store_answers_as_before_without_reading_its_rows(tmp_path: P
     assert got == extended and not rebuilt
 
 
+def test_a_read_only_memory_maps_the_saved_index_and_never_writes_it(tmp_path: Path, rows_read: list[int]) -> None:
+    emb = FastEmbedder()
+    store = tmp_path / "store"
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        _fill(mem, range(12))
+        before = _answers(mem)
+    files = {p.name: p.stat().st_mtime_ns for p in (store / "faiss").iterdir()}
+    rows_read.clear()
+    with sgmem.Memory(store, embedder=emb, config=HNSW, read_only=True) as mem:
+        assert _answers(mem) == before
+    assert not rows_read
+    assert {p.name: p.stat().st_mtime_ns for p in (store / "faiss").iterdir()} == files
+
+
 def test_the_cache_files_are_the_owners_alone(tmp_path: Path) -> None:
     emb = FastEmbedder()
     store = tmp_path / "store"
