@@ -186,17 +186,19 @@ def load_cached(directory: Path | None, conn: Any, make: Callable[[], ScopeIndex
         for k in ("scope_id", "generation", "dim", "n_turns", "n_sentences"):
             if header.get(k) != meta.get(k):
                 return None
-        # the vectors stay in the page cache, shared, until the first append copies them (ScopeIndex.own_vectors)
-        sents = _faiss().read_index(f"{stem}.sentences.faiss", _faiss().IO_FLAG_MMAP_IFC)
-        if sents.ntotal != meta["n_sentences"] or sents.d != idx.dim:
+        faiss = _faiss()
+        mapping = getattr(faiss, "IO_FLAG_MMAP_IFC", None)  # a FAISS without it reads the vectors instead
+        # mapped, the vectors stay in the page cache, shared, until the first append copies them (own_vectors)
+        sents = faiss.read_index(f"{stem}.sentences.faiss", *(() if mapping is None else (mapping,)))
+        if not isinstance(sents, faiss.IndexFlatIP) or sents.ntotal != meta["n_sentences"] or sents.d != idx.dim:
             return None
-        if sents.ntotal:
-            populate(_faiss().rev_swig_ptr(sents.get_xb(), sents.ntotal * sents.d))
+        if sents.ntotal and mapping is not None:
+            populate(faiss.rev_swig_ptr(sents.get_xb(), sents.ntotal * sents.d))
         restore_columns(idx, header, arrays)
         if idx.n_turns != meta["n_turns"] or idx.n_sentences != meta["n_sentences"]:
             return None
         idx.sent_index = sents
-        idx._mapped = True
+        idx._mapped = mapping is not None
         if not _same_rows(conn, idx):
             return None
     except Exception:  # missing, torn, foreign or corrupt cache files: rebuild from SQLite
