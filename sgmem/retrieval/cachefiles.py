@@ -38,6 +38,11 @@ time set back, which takes deliberate work by someone allowed to write the
 owner's files (who could as well change the database). The HNSW links, read
 only when an add needs them, also keep a digest of their bytes. Anything not
 trusted is ignored and the index rebuilt from SQLite, then saved again.
+
+Files are only ever replaced by rename, never truncated or rewritten in place:
+a process that maps the old file keeps reading it whole. An outside truncation
+of a mapped file would fault its reader, so the docs say to delete cache files
+instead.
 """
 
 from __future__ import annotations
