@@ -125,12 +125,12 @@ class Names(Sequence):  # type: ignore[type-arg]
     def append(self, value: Any) -> None:
         self._codes.append(self.code(value))
 
-    def adopt(self, codes: np.ndarray, table: list[Any]) -> None:
+    def adopt(self, codes: np.ndarray, table: list[Any], table_bytes: int) -> None:
         """Hold ``codes`` (one per row) into ``table`` (the distinct values, in code order), as saved."""
         self._codes.adopt(codes)
         self._table = list(table)
         self._lookup = {v: i for i, v in enumerate(self._table)}
-        self._table_bytes = sum(64 + len(str(v)) for v in self._table)
+        self._table_bytes = table_bytes
 
     def codes(self) -> np.ndarray:
         return self._codes.view()

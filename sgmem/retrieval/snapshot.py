@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["FORMAT", "read_columns", "write_columns"]
 
 #: bumped whenever the layout below changes: a file of another format is ignored (rebuilt)
-FORMAT = 1
+FORMAT = 2
 _MAGIC = b"SGMEMCOLS\n"
 _ALIGN = 64
 
@@ -68,6 +68,7 @@ def columns_of(idx: ScopeIndex) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         names = getattr(idx, name)
         arrays[f"{name}.codes"] = names.codes()
         header["names"][name] = [list(v) if isinstance(v, tuple) else v for v in names._table]
+        header["names"][f"{name}.bytes"] = names._table_bytes
     arrays["ext_ids.bytes"], arrays["ext_ids.ends"] = _strings(list(idx.ext_ids))
     arrays["words.bytes"], arrays["words.ends"] = _strings(idx._words)
     post = idx._postings
@@ -156,7 +157,8 @@ def restore_columns(idx: ScopeIndex, header: dict[str, Any], arrays: dict[str, n
         getattr(idx, name).adopt(arrays[name])
     for name in _NAMES:
         table = header["names"][name]
-        getattr(idx, name).adopt(arrays[f"{name}.codes"], [tuple(v) if isinstance(v, list) else v for v in table])
+        values = [tuple(v) if isinstance(v, list) else v for v in table]
+        getattr(idx, name).adopt(arrays[f"{name}.codes"], values, int(header["names"][f"{name}.bytes"]))
     idx.ext_ids = Strings(arrays["ext_ids.bytes"], arrays["ext_ids.ends"])  # type: ignore[assignment]
     idx._words = _unstrings(arrays["words.bytes"], arrays["words.ends"])
     idx._vocab = dict(zip(idx._words, range(len(idx._words)), strict=True))
