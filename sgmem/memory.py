@@ -198,6 +198,8 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
             self._store.close()
             raise
         self._cache_dir = self.path / "faiss" if self.path is not None and not read_only else None
+        # a read-only Memory maps the index cache files when they are current (it never writes them)
+        self._cache_read = self.path / "faiss" if self.path is not None else None
         self._retriever = Retriever(self.config)
         self._broad = BroadPrompts(self.embedder)  # generic requests about the user (sgmem.retrieval.broad)
         word_bytes = int(self.embedder.dim) * 4 + 200
@@ -362,7 +364,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
                     self._indexes.put(scope_id, idx)  # re-counts its bytes
                     return idx
             if idx is None or idx.generation != gen:
-                idx = load_scope_index(self._store, scope_id, int(self.embedder.dim), self._cache_dir, self._act_model)
+                idx = load_scope_index(self._store, scope_id, int(self.embedder.dim), self._cache_read, self._act_model)
                 self._indexes.put(scope_id, idx)
             return idx
 

@@ -69,6 +69,7 @@ def ensure_keywords(store: SQLiteStore, idx: Any) -> KeywordIndex:
         with store.read() as conn:
             kwi = load_keywords(conn, idx.scope_id, idx.dim, idx.msg_row)
         idx.keywords = kwi
+        idx.dirty = True  # worth saving with the index's cache files (Memory.close), so the next process maps it
         release_free_heap()  # the fetched postings were temporaries
     return kwi
 

@@ -37,6 +37,69 @@ from .llmio import Usage, call_json
 __all__ = ["Applied", "KeywordIndex", "KeywordPlan", "apply_plan", "load_keywords", "plan_keywords", "prune"]
 
 
+class _Postings:
+    """``KeywordIndex.rows`` restored from a saved index: each entry's turn rows as a list, made from the saved
+    CSR when first asked for (an add then appends to that list); entries added since are lists from the start."""
+
+    def __init__(self, ptr: np.ndarray, rows: np.ndarray) -> None:
+        self._ptr, self._rows = ptr, rows
+        self._base = len(ptr) - 1
+        self._lists: dict[int, list[int]] = {}
+        self._extra: list[list[int]] = []
+
+    def __len__(self) -> int:
+        return self._base + len(self._extra)
+
+    def __getitem__(self, i: int) -> list[int]:
+        if i < 0:
+            i += len(self)
+        if i >= self._base:
+            return self._extra[i - self._base]
+        got = self._lists.get(i)
+        if got is None:
+            got = self._lists[i] = self._rows[self._ptr[i] : self._ptr[i + 1]].tolist()
+        return got
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(len(self)))
+
+    def append(self, rows: list[int]) -> None:
+        self._extra.append(rows)
+
+
+class _TurnKeywords:
+    """``KeywordIndex.turn_kws`` restored from a saved index: a turn's keywords made from the saved CSR when
+    first asked for; the dict methods the index uses (``get``, ``setdefault``, ``len``)."""
+
+    def __init__(self, ptr: np.ndarray, kws: np.ndarray) -> None:
+        self._ptr, self._kws = ptr, kws
+        self._lists: dict[int, list[int]] = {}
+        self._n = int(np.count_nonzero(np.diff(ptr)))
+
+    def _saved(self, row: int) -> list[int] | None:
+        got = self._lists.get(row)
+        if got is None and 0 <= row < len(self._ptr) - 1 and self._ptr[row + 1] > self._ptr[row]:
+            got = self._lists[row] = self._kws[self._ptr[row] : self._ptr[row + 1]].tolist()
+        return got
+
+    def get(self, row: int, default: Any = None) -> Any:
+        got = self._saved(row)
+        return default if got is None else got
+
+    def setdefault(self, row: int, default: list[int]) -> list[int]:
+        got = self._saved(row)
+        if got is None:
+            got = self._lists[row] = default
+            self._n += 1
+        return got
+
+    def __contains__(self, row: object) -> bool:
+        return isinstance(row, int) and self._saved(row) is not None
+
+    def __len__(self) -> int:
+        return self._n
+
+
 class KeywordIndex:
     """One scope's vocabulary and postings, over the scope's turn rows."""
 
@@ -101,6 +164,53 @@ class KeywordIndex:
         sims = mat @ vec
         j = int(np.argmax(sims))
         return (self.entry_local[j], float(sims[j])) if sims[j] >= min_cos else None
+
+    # ----------------------------------------------------------------- saved
+    def to_arrays(self, n_turns: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The index as JSON-able fields and arrays (saved with the scope's other cache files); ``n_turns``:
+        the scope's turn rows. :meth:`from_arrays` restores it without SQLite or the stemmer."""
+        lens = np.fromiter((len(r) for r in self.rows), dtype=np.int64, count=len(self.rows))
+        ptr = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(lens, out=ptr[1:])
+        rows = np.fromiter((t for r in self.rows for t in r), dtype=np.int32, count=int(ptr[-1]))
+        owner = np.repeat(np.arange(len(lens), dtype=np.int32), lens)
+        order = np.argsort(rows, kind="stable")  # a turn's keywords in the order they were posted
+        turn_ptr = np.zeros(n_turns + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=n_turns)[:n_turns], out=turn_ptr[1:])
+        fields: dict[str, Any] = {
+            "words": self.words,
+            "lookup": [list(self.lookup), list(self.lookup.values())],
+            "stems": [list(self.stems), list(self.stems.values())],
+            "entry_keys": self.entry_keys,
+        }
+        arrays: dict[str, np.ndarray] = {
+            "ids": np.asarray(self.ids, dtype=np.int64),
+            "rows.ptr": ptr,
+            "rows.rows": rows,
+            "turns.ptr": turn_ptr,
+            "turns.kws": owner[order],
+            "entry_local": np.asarray(self.entry_local, dtype=np.int64),
+            "entry_vecs": self.matrix(),
+        }
+        return fields, arrays
+
+    @classmethod
+    def from_arrays(cls, dim: int, fields: dict[str, Any], arrays: dict[str, np.ndarray]) -> KeywordIndex:
+        """The index :meth:`to_arrays` saved (postings made into lists only when used)."""
+        kwi = cls(dim)
+        kwi.ids = arrays["ids"].tolist()
+        kwi.words = list(fields["words"])
+        kwi.local = dict(zip(kwi.ids, range(len(kwi.ids)), strict=True))
+        kwi.lookup = dict(zip(*fields["lookup"], strict=True))
+        kwi.stems = dict(zip(*fields["stems"], strict=True))
+        kwi.entry_local = arrays["entry_local"].tolist()
+        kwi.entry_keys = list(fields["entry_keys"])
+        mat = np.array(arrays["entry_vecs"], dtype=np.float32)
+        kwi._entry_vecs = list(mat)
+        kwi._mat = mat
+        kwi.rows = _Postings(arrays["rows.ptr"], arrays["rows.rows"])  # type: ignore[assignment]
+        kwi.turn_kws = _TurnKeywords(arrays["turns.ptr"], arrays["turns.kws"])  # type: ignore[assignment]
+        return kwi
 
     # ---------------------------------------------------------------- changes
     def _add_entry(self, db_id: int, key: str, canonical: int | None, vec: np.ndarray | None) -> None:

@@ -162,6 +162,9 @@ def ensure_ann(idx: Any, cfg: Any) -> AnnIndex | None:
     use = cfg.knn_index == "hnsw" or (cfg.knn_index == "auto" and idx.n_sentences >= cfg.knn_ann_min_sentences)
     if not use or cfg.knn_k <= 0:
         return None
+    own = getattr(idx, "own_vectors", None)
+    if own is not None:
+        own()  # the add links its rows into the storage: vectors mapped from a cache file are copied first
     ann: AnnIndex | None = idx.ann
     if ann is None or ann.m != cfg.knn_hnsw_m or ann.ntotal != idx.n_sentences:
         ann = build_ann(idx, cfg)

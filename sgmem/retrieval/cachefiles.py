@@ -1,10 +1,48 @@
-"""The files that cache a scope index next to the database (FAISS flat and HNSW indexes).
+"""The files that cache a scope index next to the database, so that reopening a store does not rebuild it.
 
-They are a cache of SQLite, written atomically (temporary file + rename),
-owner-only, and checked on load: the metadata file, replaced last, records
-the scope's generation, row counts, last ids and a digest of each index
-file, and a few rows are compared with SQLite's vectors. Anything missing,
-torn, stale or from another history of the database is ignored and rebuilt.
+Per scope, in the store's ``faiss/`` directory:
+
+* ``scope-<id>.sentences.faiss``: the sentence vectors (a FAISS flat index);
+* ``scope-<id>.ann.faiss``: the HNSW links over them, when the scope has them;
+* ``scope-<id>.columns``: everything else the index derives from the rows
+  (turn and sentence columns, postings, the graph's adjacency and kNN lists,
+  dialogue acts, names, the keyword pyramid's vocabulary; :mod:`sgmem.retrieval.snapshot`);
+* ``scope-<id>.json``: the metadata, replaced last.
+
+They are a cache of SQLite, written atomically (temporary file + rename) and
+owner-only (vectors leak what was said). Opening maps the vectors and the
+columns instead of reading them (the flat index is copied into memory of its
+own before the first append), and loads the HNSW links only when an add needs
+them. A first query after reopening then costs about what a later one does.
+
+Validation, without reading every byte (a digest of 150 MB per 100k sentences
+would itself cost about as much as the rebuild it saves): the files are
+trusted only when
+
+* the scope's generation in SQLite equals the recorded one: every write to a
+  scope (add, delete, replace, by any process) bumps it in its own
+  transaction, so a store changed after the save is caught by one read;
+* each file is the one the metadata recorded: same size, modification time
+  (ns) and inode, taken when it was written. A torn save, a file replaced by
+  another save, a copy or a truncation changes one of them;
+* the files agree with each other (format, library version, scope, dim, row
+  counts, the classifier of the stored acts);
+* probe rows, the first, middle and last turn and sentence, equal SQLite's
+  rows with the same ids (scope, caller id, time, owner, position, stored
+  act, vector):
+  files from another database, or from another history of this one (a
+  restored backup written again up to the same generation), differ there.
+
+What is not caught: a byte changed in place with the file's modification
+time set back, which takes deliberate work by someone allowed to write the
+owner's files (who could as well change the database). The HNSW links, read
+only when an add needs them, also keep a digest of their bytes. Anything not
+trusted is ignored and the index rebuilt from SQLite, then saved again.
+
+Files are only ever replaced by rename, never truncated or rewritten in place:
+a process that maps the old file keeps reading it whole. An outside truncation
+of a mapped file would fault its reader, so the docs say to delete cache files
+instead.
 """
 
 from __future__ import annotations
@@ -13,16 +51,22 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._version import __version__
+from .snapshot import FORMAT, read_columns, restore_columns, write_columns
+
 if TYPE_CHECKING:
     from .index import ScopeIndex
 
-__all__ = ["digest", "discard_cache", "load_cached", "probes", "write_private"]
+__all__ = ["digest", "discard_cache", "load_cached", "populate", "save_cached", "write_private"]
+
+_SUFFIXES = (".json", ".turns.faiss", ".sentences.faiss", ".ann.faiss", ".columns")
 
 
 def _faiss() -> Any:
@@ -35,98 +79,190 @@ def digest(data: Any) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def write_private(path: Path, data: Any) -> None:
-    """Write ``data`` to ``path`` readable by the owner only (vectors leak what was said)."""
+def write_private(path: Path, data: Any) -> list[int]:
+    """Write ``data`` to ``path`` readable by the owner only (vectors leak what was said); return the file's
+    signature (size, modification time in ns, inode), which a rename keeps."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         os.fchmod(fd, 0o600)  # a leftover file keeps its old mode through O_CREAT
         with os.fdopen(fd, "wb", closefd=False) as f:
             f.write(memoryview(data))
+        return _signature(os.fstat(fd))
     finally:
         os.close(fd)
 
 
-def _read_index(path: str, expected: Any) -> Any:
-    """A FAISS index from ``path`` if its bytes match the digest ``expected``, else None."""
-    data = Path(path).read_bytes()
-    if not isinstance(expected, str) or digest(data) != expected:
-        return None
-    return _faiss().deserialize_index(np.frombuffer(data, dtype=np.uint8))
+def _signature(st: os.stat_result) -> list[int]:
+    return [int(st.st_size), int(st.st_mtime_ns), int(st.st_ino)]
 
 
-def _same_rows(index: Any, vecs: dict[int, np.ndarray]) -> bool:
-    """Spot-check: the cached index holds SQLite's vectors at these rows."""
-    return all(np.array_equal(index.reconstruct(row), vec) for row, vec in vecs.items())
+def _put(stem: Path, suffix: str, data: Any) -> list[int]:
+    tmp = Path(f"{stem}{suffix}.tmp")
+    sig = write_private(tmp, data)
+    os.replace(tmp, f"{stem}{suffix}")
+    return sig
 
 
-def load_cached(directory: Path | None, idx: ScopeIndex, probes: dict[int, np.ndarray]) -> tuple[Any, Any] | None:
-    """FAISS indexes from disk if they match the scope exactly, else None.
+def save_cached(idx: ScopeIndex, directory: Path, acts_by: str) -> None:
+    """Write ``idx``'s cache files (``acts_by``: what classified its stored acts); the metadata last."""
+    faiss = _faiss()
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    stem = directory / f"scope-{idx.scope_id}"
+    files: dict[str, Any] = {}
+    ann = idx.ann
+    files["sentences"] = _put(stem, ".sentences.faiss", faiss.serialize_index(idx.sent_index))
+    digests = {}
+    if ann is not None and ann.ntotal == idx.n_sentences:
+        links = ann.serialize()
+        digests["ann"] = digest(links)
+        files["ann"] = _put(stem, ".ann.faiss", links)
+    else:
+        with contextlib.suppress(OSError):
+            os.remove(f"{stem}.ann.faiss")
+    files["columns"] = []
+    write_columns(Path(f"{stem}.columns.tmp"), idx, lambda p, d: files["columns"].extend(write_private(p, d)))
+    os.replace(f"{stem}.columns.tmp", f"{stem}.columns")
+    meta = {
+        "format": FORMAT,
+        "library": __version__,
+        "scope_id": idx.scope_id,
+        "generation": idx.generation,
+        "n_turns": idx.n_turns,
+        "n_sentences": idx.n_sentences,
+        "dim": idx.dim,
+        "acts_by": acts_by,
+        "files": files,
+        "digests": digests,
+    }
+    _put(stem, ".json", json.dumps(meta).encode())
 
-    ``probes`` holds SQLite's vectors at a few rows of each index: a cache
-    saved from another history of the database (a restored backup) has the
-    right counts and generation but not those vectors.
-    """
+
+_MADV_POPULATE_READ = 22  # Linux 5.14+
+
+
+def populate(arr: np.ndarray) -> None:
+    """Map a file-backed array's pages in one call (Linux; elsewhere, or on an older kernel, nothing): the
+    first scan of mapped vectors otherwise takes a page fault per few pages (about 30 ms per 100k sentences,
+    against 2 ms for this call when the file is in the page cache)."""
+    if not sys.platform.startswith("linux") or not arr.nbytes:
+        return
+    import ctypes
+    import mmap
+
+    try:
+        start = arr.ctypes.data - arr.ctypes.data % mmap.PAGESIZE
+        length = arr.ctypes.data + arr.nbytes - start
+        ctypes.CDLL(None).madvise(ctypes.c_void_p(start), ctypes.c_size_t(length), _MADV_POPULATE_READ)
+    except (OSError, AttributeError):  # no libc madvise: the pages fault in as read
+        pass
+
+
+def _same_file(path: str, recorded: Any) -> bool:
+    try:
+        return _signature(os.stat(path)) == recorded
+    except OSError:
+        return False
+
+
+def load_cached(directory: Path | None, conn: Any, make: Callable[[], ScopeIndex], acts_by: str) -> ScopeIndex | None:
+    """The scope's index from its cache files if they are current and match SQLite (see the module
+    docstring), else None. ``make`` returns an empty index stamped with the scope's generation now."""
     if directory is None:
         return None
+    idx = make()
     stem = directory / f"scope-{idx.scope_id}"
     try:
-        meta = json.loads(Path(f"{stem}.json").read_text())
-        if (
-            meta.get("generation") != idx.generation
-            or meta.get("n_turns") != idx.n_turns
-            or meta.get("n_sentences") != idx.n_sentences
-            or meta.get("dim") != idx.dim
-            or meta.get("last_turn_id") != (idx.msg_ids[-1] if idx.msg_ids else 0)
-            or meta.get("last_sentence_id") != (idx.sent_ids[-1] if idx.sent_ids else 0)
-        ):
+        meta = json.loads(Path(f"{stem}.json").read_bytes())
+        expect = {
+            "format": FORMAT,
+            "library": __version__,
+            "scope_id": idx.scope_id,
+            "generation": idx.generation,
+            "dim": idx.dim,
+            "acts_by": acts_by,
+        }
+        if any(meta.get(k) != v for k, v in expect.items()):
             return None
-        digests = meta.get("digests") or {}
-        sents = _read_index(f"{stem}.sentences.faiss", digests.get("sentences"))
-        if sents is None or sents.ntotal != idx.n_sentences or sents.d != idx.dim:
+        files = meta.get("files") or {}
+        for name, suffix in (("columns", ".columns"), ("sentences", ".sentences.faiss")):
+            if not _same_file(f"{stem}{suffix}", files.get(name)):
+                return None
+        header, arrays = read_columns(Path(f"{stem}.columns"))
+        for k in ("scope_id", "generation", "dim", "n_turns", "n_sentences"):
+            if header.get(k) != meta.get(k):
+                return None
+        faiss = _faiss()
+        mapping = getattr(faiss, "IO_FLAG_MMAP_IFC", None)  # a FAISS without it reads the vectors instead
+        # mapped, the vectors stay in the page cache, shared, until the first append copies them (own_vectors)
+        sents = faiss.read_index(f"{stem}.sentences.faiss", *(() if mapping is None else (mapping,)))
+        if not isinstance(sents, faiss.IndexFlatIP) or sents.ntotal != meta["n_sentences"] or sents.d != idx.dim:
             return None
-        if not _same_rows(sents, probes):
+        if sents.ntotal and mapping is not None:
+            populate(faiss.rev_swig_ptr(sents.get_xb(), sents.ntotal * sents.d))
+        restore_columns(idx, header, arrays)
+        if idx.n_turns != meta["n_turns"] or idx.n_sentences != meta["n_sentences"]:
             return None
-    except Exception:  # missing, torn or corrupt cache files: rebuild from SQLite
+        idx.sent_index = sents
+        idx._mapped = mapping is not None
+        if not _same_rows(conn, idx):
+            return None
+    except Exception:  # missing, torn, foreign or corrupt cache files: rebuild from SQLite
         return None
-    return sents, _load_ann(f"{stem}.ann.faiss", digests.get("ann"), idx, sents)
+    if "ann" in files:
+        path, recorded, expected = f"{stem}.ann.faiss", files["ann"], (meta.get("digests") or {}).get("ann")
+        idx._ann_pending = lambda: _load_ann(path, recorded, expected, idx)
+    return idx
 
 
-def _load_ann(path: str, expected: Any, idx: ScopeIndex, sents: Any) -> Any:
-    """The saved HNSW links if intact and covering exactly the scope's sentences, attached to
-    ``sents`` (the loaded flat index: the vectors are not stored twice), else None."""
-    if expected is None:
-        return None
+def _same_rows(conn: Any, idx: ScopeIndex) -> bool:
+    """Probe rows (first, middle, last turn and sentence) equal SQLite's rows of the same ids."""
+    n, m = idx.n_turns, idx.n_sentences
+    msg_ids, ext_ids, at_ts = idx._msg_ids.view(), idx.ext_ids, idx._at_ts.view()
+    for r in sorted({0, n // 2, n - 1}) if n else ():
+        row = conn.execute(
+            "SELECT scope_id, ext_id, at_ts, round_id FROM messages WHERE id = ?", (int(msg_ids[r]),)
+        ).fetchone()
+        if row is None or tuple(row) != (idx.scope_id, ext_ids[r], float(at_ts[r]), int(idx._round_ids.view()[r])):
+            return False
+    vecs = idx.sentence_vectors()
+    sids, owner, pos, acts = idx._sent_ids.view(), idx._sent_msg.view(), idx._sent_idx.view(), idx._raw_acts.view()
+    for r in sorted({0, m // 2, m - 1}) if m else ():
+        row = conn.execute(
+            "SELECT scope_id, message_id, idx, COALESCE(act, -1), vec FROM sentences WHERE id = ?", (int(sids[r]),)
+        ).fetchone()
+        if row is None or tuple(row[:4]) != (idx.scope_id, int(msg_ids[owner[r]]), int(pos[r]), int(acts[r])):
+            return False
+        if not np.array_equal(np.frombuffer(row[4], dtype=np.float32), vecs[r]):
+            return False
+    return True
+
+
+def _load_ann(path: str, recorded: Any, expected: Any, idx: ScopeIndex) -> Any:
+    """The saved HNSW links if intact and covering exactly the scope's sentences, attached to the index's
+    flat storage (the vectors are not stored twice), else None."""
     from .ann import AnnIndex
 
     try:
         data = Path(path).read_bytes()
-        if digest(data) != expected:
+        if not _same_file(path, recorded) or digest(data) != expected:
             return None
         hnsw = AnnIndex.read_links(data)
         if not isinstance(hnsw, _faiss().IndexHNSWFlat) or hnsw.d != idx.dim or hnsw.ntotal != idx.n_sentences:
+            return None
+        if idx.sent_index.ntotal != idx.n_sentences:
             return None
     except Exception:  # missing, torn, or an older format: rebuilt from the vectors when needed
         return None
     m = int(hnsw.hnsw.nb_neighbors(0)) // 2  # level 0 holds 2·M links
     ann = AnnIndex(idx.dim, m, int(hnsw.hnsw.efConstruction), int(hnsw.hnsw.efSearch), index=hnsw)
-    ann.attach(sents)
+    ann.attach(idx.sent_index)
     return ann
-
-
-def probes(conn: Any, idx: ScopeIndex) -> dict[int, np.ndarray]:
-    """SQLite's sentence vectors at the first, middle and last row (turn vectors are derived, not cached)."""
-    ids: Sequence[int] = idx.sent_ids
-    rows = sorted({0, len(ids) // 2, len(ids) - 1}) if ids else []
-    return {
-        r: np.frombuffer(conn.execute("SELECT vec FROM sentences WHERE id = ?", (ids[r],)).fetchone()[0], np.float32)
-        for r in rows
-    }
 
 
 def discard_cache(directory: Path | None, scope_id: int) -> None:
     """Remove a scope's cache files (after a delete)."""
     if directory is None:
         return
-    for suffix in (".json", ".turns.faiss", ".sentences.faiss", ".ann.faiss"):
+    for suffix in _SUFFIXES:
         with contextlib.suppress(OSError):
             os.remove(directory / f"scope-{scope_id}{suffix}")

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Column", "Grow", "Lazy", "Names", "Neighbours", "Postings", "csr"]
+__all__ = ["Column", "Grow", "Lazy", "Names", "Neighbours", "Postings", "Strings", "csr"]
 
 
 class Grow:
@@ -50,6 +50,13 @@ class Grow:
         self._room(len(vals))
         self._a[self.n : self.n + len(vals)] = vals
         self.n += len(vals)
+        self._v = None
+
+    def adopt(self, arr: np.ndarray) -> None:
+        """Hold ``arr`` (all filled, e.g. a column mapped from a snapshot file) without copying it; the first
+        append past it moves the column to memory of its own."""
+        self._a = arr
+        self.n = len(arr)
         self._v = None
 
     def trim(self) -> None:
@@ -117,6 +124,13 @@ class Names(Sequence):  # type: ignore[type-arg]
 
     def append(self, value: Any) -> None:
         self._codes.append(self.code(value))
+
+    def adopt(self, codes: np.ndarray, table: list[Any], table_bytes: int) -> None:
+        """Hold ``codes`` (one per row) into ``table`` (the distinct values, in code order), as saved."""
+        self._codes.adopt(codes)
+        self._table = list(table)
+        self._lookup = {v: i for i, v in enumerate(self._table)}
+        self._table_bytes = table_bytes
 
     def codes(self) -> np.ndarray:
         return self._codes.view()
@@ -298,3 +312,40 @@ class Lazy(Sequence):  # type: ignore[type-arg]
 
     def many(self, rows: Sequence[int]) -> list[Any]:
         return self._many([int(r) for r in rows])
+
+
+class Strings(Sequence):  # type: ignore[type-arg]
+    """A list of strings saved as UTF-8 bytes end to end with their end offsets (e.g. a scope's message ids
+    restored from a saved index): each decoded when read; appended ones are kept as strings."""
+
+    __slots__ = ("_blob", "_ends", "_extra")
+
+    def __init__(self, blob: np.ndarray, ends: np.ndarray) -> None:
+        self._blob, self._ends = blob, ends
+        self._extra: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self._ends) + len(self._extra)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        i = int(i)
+        if i < 0:
+            i += len(self)
+        base = len(self._ends)
+        if i >= base:
+            return self._extra[i - base]
+        lo = int(self._ends[i - 1]) if i else 0
+        return self._blob[lo : int(self._ends[i])].tobytes().decode("utf-8", "surrogatepass")
+
+    def __iter__(self) -> Iterator[str]:
+        data = self._blob.tobytes()
+        lo = 0
+        for hi in self._ends.tolist():
+            yield data[lo:hi].decode("utf-8", "surrogatepass")
+            lo = hi
+        yield from self._extra
+
+    def append(self, value: str) -> None:
+        self._extra.append(value)

@@ -10,9 +10,7 @@ process — bumps the scope's generation and the cache is rebuilt.
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -21,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DependencyError
-from .cachefiles import digest, discard_cache, write_private
+from .cachefiles import discard_cache, save_cached
 from .compact import Column, Grow, Lazy, Names, Neighbours, Postings
 from .knn import KnnLists
 
@@ -115,8 +113,12 @@ class ScopeIndex:
         # MGRetrieval vocabulary + postings (sgmem.pyramid.vocabulary.KeywordIndex),
         # loaded lazily from SQLite by sgmem.pyramid.retrieve.ensure_keywords
         self.keywords: Any = None
-        # approximate kNN index over the sentence vectors (sgmem.retrieval.ann), built when needed
-        self.ann: Any = None
+        # approximate kNN index over the sentence vectors (sgmem.retrieval.ann), built when needed, or loaded
+        # from the cache files when first asked for (_ann_pending: None if not trusted)
+        self._ann: Any = None
+        self._ann_pending: Callable[[], Any] | None = None
+        # sent_index maps the cache file (shared page cache, read-only): copied before the first append
+        self._mapped = False
         # background jobs still reading the vector storage in place (an add's early kNN search, see
         # add_reader): whatever appends to or replaces the storage on this thread waits for them first
         self._readers: list[Any] = []
@@ -159,6 +161,35 @@ class ScopeIndex:
         self.act_model: Any = None
 
     # ---------------------------------------------------------------- views
+    @property
+    def ann(self) -> Any:
+        """The scope's HNSW index (:class:`sgmem.retrieval.ann.AnnIndex`) or None; a saved one is loaded here."""
+        pending = self._ann_pending
+        if pending is not None:
+            self._ann_pending = None
+            self._ann = pending()
+        return self._ann
+
+    @ann.setter
+    def ann(self, value: Any) -> None:
+        self._ann_pending = None
+        self._ann = value
+
+    def own_vectors(self) -> None:
+        """Copy mapped sentence vectors into memory of their own (FAISS cannot append to a mapped index);
+        called before anything appends to or links into the vector storage."""
+        if not self._mapped:
+            return
+        ann = self.ann  # a saved HNSW index is attached to the mapped storage: load it first, then move both
+        self._quiesce()  # a background reader may still scan the mapped vectors
+        flat = _new_flat(self.dim)
+        if self.sent_index.ntotal:
+            flat.add(np.ascontiguousarray(_view(self.sent_index)))
+        if ann is not None:
+            ann.attach(flat)
+        self.sent_index, self._mapped = flat, False
+        self._changed()
+
     @property
     def n_turns(self) -> int:
         return self._msg_ids.n
@@ -405,7 +436,9 @@ class ScopeIndex:
             extra = np.zeros(n - len(cur), dtype=np.float64)
             for i, r in enumerate(range(len(cur), n)):
                 if first[r + 1] > first[r]:
-                    extra[i] = float(np.linalg.norm(vecs[first[r] : first[r + 1]].astype(np.float64).sum(axis=0)))
+                    # the float32 sum of the whole-scope pass above: a saved or extended index ranks as a reloaded one
+                    total = np.add.reduceat(vecs[first[r] : first[r + 1]], [0], axis=0)[0]
+                    extra[i] = float(np.linalg.norm(total.astype(np.float64)))
             cur = np.concatenate([cur, extra])
         self._turn_norms = cur
         return cur
@@ -437,7 +470,8 @@ class ScopeIndex:
             elif name == "sessions":
                 arr = np.array([s for _, s in self._sessions._table] or [""], dtype=object)[self._sessions.codes()]
             elif name == "ext_ids":
-                arr = np.array(self.ext_ids, dtype=object)
+                arr = np.empty(self.n_turns, dtype=object)
+                arr[:] = list(self.ext_ids)
             else:
                 col = {
                     "msg_ids": self._msg_ids,
@@ -506,7 +540,7 @@ class ScopeIndex:
             "graph_edges": self.adjacency.nbytes + self.knn.nbytes,
             "acts": self._acts[0].nbytes + self._acts[1].nbytes + self._raw_acts.view().nbytes,
             "caches": cache,
-            "ann": int(self.ann.nbytes()) if self.ann is not None else 0,
+            "ann": int(self._ann.nbytes()) if self._ann is not None else 0,  # a saved one counts once loaded
             # canonical entries and their postings; entry vectors twice (the list and the stacked matrix)
             "keywords": (
                 len(kw.ids) * KEYWORD_BYTES + len(kw.entry_keys) * self.dim * 8 + len(kw.turn_kws) * 120
@@ -592,6 +626,7 @@ class ScopeIndex:
         rows' metadata is appended here. The caller caches the index once the
         insertion is done and holds every row (:meth:`sgmem.cache.CacheView.defer`).
         """
+        self.own_vectors()
         if rows:  # one vectorised lookup of the owners (an add's ~50 sentences)
             sids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             mids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
@@ -649,7 +684,7 @@ class ScopeIndex:
             raise ValueError("the HNSW index does not cover the scope's sentences")
         self._quiesce()
         self.ann = ann
-        self.sent_index = ann.storage()
+        self.sent_index, self._mapped = ann.storage(), False
         self.dirty = True  # the new links are worth saving with the caches (Memory.close)
         self._changed()
 
@@ -682,36 +717,12 @@ class ScopeIndex:
 
     # ----------------------------------------------------------- persistence
     def save(self, directory: Path) -> None:
-        """Write the FAISS indexes next to the database (atomic renames, user-only files).
+        """Write the cache files next to the database (:mod:`sgmem.retrieval.cachefiles`: atomic renames,
+        user-only files, the metadata last, so a save torn by a crash or interleaved with another process's
+        save is detected on load instead of serving the wrong rows)."""
+        from ..text.acts import acts_identity
 
-        The metadata file is replaced last and records a digest of each index
-        file, so a save torn by a crash, or interleaved with another process's
-        save, is detected on load instead of serving the wrong vectors.
-        """
-        faiss = _faiss()
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        stem = directory / f"scope-{self.scope_id}"
-        digests = {}
-        blobs = [("sentences", faiss.serialize_index(self.sent_index))]
-        if self.ann is not None and self.ann.ntotal == self.n_sentences:
-            blobs.append(("ann", self.ann.serialize()))
-        for suffix, data in blobs:
-            digests[suffix] = digest(data)
-            tmp = Path(f"{stem}.{suffix}.faiss.tmp")
-            write_private(tmp, data)
-            os.replace(tmp, f"{stem}.{suffix}.faiss")
-        meta = {
-            "generation": self.generation,
-            "n_turns": self.n_turns,
-            "n_sentences": self.n_sentences,
-            "last_turn_id": self.msg_ids[-1] if self.msg_ids else 0,
-            "last_sentence_id": self.sent_ids[-1] if self.sent_ids else 0,
-            "dim": self.dim,
-            "digests": digests,
-        }
-        tmp = Path(f"{stem}.json.tmp")
-        write_private(tmp, json.dumps(meta).encode())
-        os.replace(tmp, f"{stem}.json")
+        save_cached(self, directory, acts_identity(self.act_model))
         self.dirty = False
 
 

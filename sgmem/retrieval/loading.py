@@ -1,8 +1,8 @@
-"""Loading a scope's index from the store (or from its FAISS cache files when they are current).
+"""Loading a scope's index from its cache files when they are current, else from the store.
 
-:func:`load_scope_index` reads a scope's rows from SQLite into a
-:class:`sgmem.retrieval.index.ScopeIndex`; the vectors come from the cache
-files when their digest matches the store, else from the rows' blobs.
+:func:`load_scope_index` maps a scope's saved index (:mod:`sgmem.retrieval.cachefiles`)
+when its files are current and match SQLite, else reads the scope's rows from
+SQLite into a :class:`sgmem.retrieval.index.ScopeIndex` (saved at the next close).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 
 from ..store.sqlite import SQLiteStore
 from ..text.acts import acts_identity
-from .cachefiles import load_cached, probes
+from .cachefiles import load_cached
 from .compact import Grow
 from .heap import release_free_heap
 from .index import ScopeIndex, _rows_of
@@ -25,11 +25,22 @@ __all__ = ["load_scope_index"]
 def load_scope_index(
     store: SQLiteStore, scope_id: int, dim: int, cache_dir: Path | None, act_model: Any = None
 ) -> ScopeIndex:
-    """Build a scope's index from SQLite, reusing valid FAISS files in ``cache_dir`` (``act_model``: the
-    :class:`sgmem.text.acts.ActClassifier` that reads its dialogue acts; None: word rules)."""
+    """A scope's index: from its cache files in ``cache_dir`` when they are current, else built from SQLite
+    (``act_model``: the :class:`sgmem.text.acts.ActClassifier` that reads its dialogue acts; None: word rules)."""
     with store.read() as conn:
-        idx = ScopeIndex(scope_id=scope_id, dim=dim, generation=store.generation(scope_id), store=store)
-        idx.act_model = act_model
+        generation = store.generation(scope_id)
+
+        def make() -> ScopeIndex:
+            fresh = ScopeIndex(scope_id=scope_id, dim=dim, generation=generation, store=store)
+            fresh.act_model = act_model
+            return fresh
+
+        acts_by = acts_identity(act_model)
+        if store.acts_current(acts_by):  # else every row is classified anew
+            saved = load_cached(cache_dir, conn, make, acts_by)
+            if saved is not None:
+                return saved
+        idx = make()
         cur = conn.execute(
             "SELECT id, ext_id, thread, session, round_id, at_ts, tokens, COALESCE(name, role), terms, role "
             "FROM messages WHERE scope_id = ? ORDER BY id",
@@ -41,7 +52,7 @@ def load_scope_index(
                     int(r[0]), r[1], r[2], r[3], int(r[4]), float(r[5]), int(r[6]), r[7], r[8].split(), r[9] == "tool"
                 )
         idx._postings.rebuild(idx._term_ptr.view(), idx._term_ids.view(), len(idx._words))
-        acts_ok = store.acts_current(acts_identity(act_model))  # else every row is classified anew
+        acts_ok = store.acts_current(acts_by)
         sents = np.array(
             conn.execute(
                 "SELECT id, message_id, idx, COALESCE(act, -1) FROM sentences WHERE scope_id = ? "
@@ -59,19 +70,10 @@ def load_scope_index(
         idx._sent_msg.extend(owners)
         idx._sent_idx.extend(sents[:, 2])
         idx._raw_acts.extend(sents[:, 3].astype(np.int8) if acts_ok else np.full(len(sents), -1, dtype=np.int8))
-        spots = probes(conn, idx) if cache_dir is not None else {}
-        cached = load_cached(cache_dir, idx, spots)
-        if cached is not None:
-            idx.sent_index, idx.ann = cached
-        else:
-            _add_blobs(
-                idx.sent_index,
-                conn,
-                "SELECT vec FROM sentences WHERE scope_id = ? ORDER BY message_id, idx",
-                scope_id,
-                dim,
-            )
-            idx.dirty = cache_dir is not None
+        _add_blobs(
+            idx.sent_index, conn, "SELECT vec FROM sentences WHERE scope_id = ? ORDER BY message_id, idx", scope_id, dim
+        )
+        idx.dirty = cache_dir is not None  # saved with the index's other cache files (Memory.close)
         edges = np.array(
             conn.execute("SELECT src, dst, weight FROM sentence_edges WHERE scope_id = ?", (scope_id,)).fetchall(),
             dtype=np.float64,

@@ -19,9 +19,9 @@ replace loop: batch ``b`` replaces the whole of one thread with :func:`rbatch` `
 - ``tx:N``: inside the N-th add's transaction, after its messages are
   inserted and before its sentences are (for a replace: after its delete), the
   writer prints ``INTX <b>`` and sleeps;
-- ``save:N``: during the N-th FAISS cache file replacement, after the turn
-  index is replaced and before the sentence index and metadata are, it prints
-  ``INSAVE`` and sleeps.
+- ``save:N``: during the N-th save of the index cache files, after the
+  sentence index is replaced and before the columns and metadata are, it
+  prints ``INSAVE`` and sleeps.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import sgmem  # noqa: E402
-import sgmem.retrieval.index as index_module  # noqa: E402
+import sgmem.retrieval.cachefiles as cachefiles_module  # noqa: E402
 from sgmem.store.sqlite import SQLiteStore  # noqa: E402
 from tests.reliability.helpers import FastEmbedder  # noqa: E402
 
@@ -85,7 +85,7 @@ def scope_of(b: int) -> str:
 
 
 class _SlowReplaceOS:
-    """``os`` for the index module, pausing after the N-th sentence-index replacement."""
+    """``os`` for the cache files module, pausing after the N-th sentence-index replacement."""
 
     def __init__(self, nth: int) -> None:
         self.left = nth
@@ -117,7 +117,7 @@ def _inject(fault: str, current: list[int]) -> None:
 
         SQLiteStore.insert_sentences = slow_insert  # type: ignore[method-assign]
     elif kind == "save":
-        index_module.os = _SlowReplaceOS(int(nth))  # type: ignore[assignment]
+        cachefiles_module.os = _SlowReplaceOS(int(nth))  # type: ignore[assignment]
 
 
 def main() -> None:

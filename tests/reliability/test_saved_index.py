@@ -1,0 +1,237 @@
+"""A scope's index is saved beside the database and mapped when the store is reopened, never trusted stale.
+
+Reopening answers exactly as before and reads no row of the scope from SQLite;
+files left from before later writes (a writer killed before it saved), from
+another history of the database (a restored backup written again), rewritten
+or cut short, or copied from another store, are each caught by one check of
+their own (:mod:`sgmem.retrieval.cachefiles`) and the index is rebuilt from
+SQLite: nothing deleted or foreign is ever returned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import sgmem
+from sgmem.retrieval.index import ScopeIndex
+
+from .crash_writer import SCOPES, batch, scope_of
+from .helpers import FastEmbedder
+
+BATCH = 5
+HNSW = sgmem.Config(graph=sgmem.GraphConfig(knn_index="hnsw"))
+QUERIES = ["where did the trip go", "Lake Topic3 item 2", "numbers and dates", "tok5x message"]
+MODES = ("vector", "graph", "hybrid", "pyramid")
+
+
+def _fill(mem: sgmem.Memory, batches: range) -> None:
+    for b in batches:
+        mem.add(batch(b, BATCH), scope=scope_of(b), thread=f"thread-{b % 3}")
+
+
+def _answers(mem: sgmem.Memory) -> list[tuple[str, ...]]:
+    return [
+        tuple(i for h in mem.search(q, scope=s, k=8, mode=mode) for i in h.message_ids)
+        for q in QUERIES
+        for s in SCOPES
+        for mode in MODES
+    ]
+
+
+@pytest.fixture
+def rows_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Turn rows read from SQLite into an index (the rebuild; a mapped index reads none)."""
+    calls: list[int] = []
+    real = ScopeIndex._append_turn_columns
+
+    def counted(self: ScopeIndex, *args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ScopeIndex, "_append_turn_columns", counted)
+    return calls
+
+
+def _reopened(store: Path, emb: FastEmbedder, rows_read: list[int]) -> tuple[list[tuple[str, ...]], bool]:
+    """Answers of a fresh Memory on ``store``, and whether it rebuilt an index from SQLite."""
+    rows_read.clear()
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        got = _answers(mem)
+    return got, bool(rows_read)
+
+
+def _rebuilt_answers(store: Path, emb: FastEmbedder, tmp: Path) -> list[tuple[str, ...]]:
+    """What the store answers with no cache files at all (from a copy: the store's own files stay)."""
+    copy = tmp / "no-cache"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(store, copy)
+    shutil.rmtree(copy / "faiss")
+    with sgmem.Memory(copy, embedder=emb, config=HNSW) as mem:
+        return _answers(mem)
+
+
+def test_a_reopened_store_answers_as_before_without_reading_its_rows(tmp_path: Path, rows_read: list[int]) -> None:
+    emb = FastEmbedder()
+    store = tmp_path / "store"
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        _fill(mem, range(12))
+        before = _answers(mem)
+    got, rebuilt = _reopened(store, emb, rows_read)  # the first reopening saves what the queries loaded
+    assert got == before and not rebuilt
+    got, rebuilt = _reopened(store, emb, rows_read)
+    assert got == before and not rebuilt
+    # adds to a reopened store (its vectors mapped from the file until then) and reopening again
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        _answers(mem)
+        _fill(mem, range(12, 18))
+        extended = _answers(mem)
+        for s in SCOPES:
+            idx = mem._index(mem._store.require_scope(s))
+            assert idx.ann is not None and idx.ann.ntotal == idx.n_sentences
+    assert extended == _rebuilt_answers(store, emb, tmp_path)
+    got, rebuilt = _reopened(store, emb, rows_read)
+    assert got == extended and not rebuilt
+
+
+def test_a_read_only_memory_maps_the_saved_index_and_never_writes_it(tmp_path: Path, rows_read: list[int]) -> None:
+    emb = FastEmbedder()
+    store = tmp_path / "store"
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        _fill(mem, range(12))
+        before = _answers(mem)
+    files = {p.name: p.stat().st_mtime_ns for p in (store / "faiss").iterdir()}
+    rows_read.clear()
+    with sgmem.Memory(store, embedder=emb, config=HNSW, read_only=True) as mem:
+        assert _answers(mem) == before
+    assert not rows_read
+    assert {p.name: p.stat().st_mtime_ns for p in (store / "faiss").iterdir()} == files
+
+
+def test_the_cache_files_are_the_owners_alone(tmp_path: Path) -> None:
+    emb = FastEmbedder()
+    store = tmp_path / "store"
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        _fill(mem, range(8))
+        _answers(mem)
+    cache = store / "faiss"
+    names = sorted(p.name for p in cache.iterdir())
+    assert {n.rsplit(".", 1)[-1] for n in names} >= {"columns", "faiss", "json"}, names
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+    for p in cache.iterdir():
+        assert stat.S_IMODE(p.stat().st_mode) == 0o600, p.name
+
+
+def test_files_from_before_another_writer_deleted_rows_are_not_used(tmp_path: Path, rows_read: list[int]) -> None:
+    """Caught by the generation: the rows the files hold at the probes are all still stored."""
+    emb = FastEmbedder()
+    store = tmp_path / "store"
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        _fill(mem, range(12))
+        _answers(mem)
+    shutil.copytree(store / "faiss", tmp_path / "old")
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:  # another writer, killed before its save
+        receipt = mem.delete(scope=SCOPES[0], message_ids=["b000004-m1", "b000004-m2"])
+        assert receipt.messages == 2
+    shutil.rmtree(store / "faiss")
+    shutil.copytree(tmp_path / "old", store / "faiss", copy_function=shutil.copy2)
+    _restore_signatures(store / "faiss")  # the same files as saved, as if never copied
+    got, rebuilt = _reopened(store, emb, rows_read)
+    assert rebuilt
+    assert not {"b000004-m1", "b000004-m2"} & {i for hits in got for i in hits}
+    assert got == _rebuilt_answers(store, emb, tmp_path)
+
+
+def test_files_from_another_history_of_the_database_are_not_used(tmp_path: Path, rows_read: list[int]) -> None:
+    """A backup restored and written again up to the same generation: caught by the probe rows."""
+    emb = FastEmbedder()
+    store = tmp_path / "store"
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        _fill(mem, range(8))
+    shutil.copy2(store / "sgmem.db", tmp_path / "backup.db")
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        _fill(mem, range(8, 12))
+        _answers(mem)
+    (store / "sgmem.db").unlink()
+    for extra in ("sgmem.db-wal", "sgmem.db-shm"):
+        (store / extra).unlink(missing_ok=True)
+    shutil.copy2(tmp_path / "backup.db", store / "sgmem.db")
+    saved = tmp_path / "saved"
+    shutil.copytree(store / "faiss", saved, copy_function=shutil.copy2)
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:  # the same number of writes, other messages
+        for b in range(8, 12):
+            mem.add(batch(b + 100, BATCH), scope=scope_of(b), thread=f"thread-{b % 3}")
+    shutil.rmtree(store / "faiss")
+    shutil.copytree(saved, store / "faiss", copy_function=shutil.copy2)
+    _restore_signatures(store / "faiss")
+    meta = json.loads((store / "faiss" / "scope-1.json").read_text())
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        assert mem._store.generation(1) == meta["generation"]  # the generation alone cannot tell them apart
+    got, rebuilt = _reopened(store, emb, rows_read)
+    assert rebuilt
+    assert not any(i.startswith(("b000008", "b000009", "b000010", "b000011")) for hits in got for i in hits)
+    assert got == _rebuilt_answers(store, emb, tmp_path)
+
+
+@pytest.mark.parametrize("how", ["rewritten", "truncated", "other-store"])
+def test_changed_or_foreign_files_are_not_used(tmp_path: Path, rows_read: list[int], how: str) -> None:
+    """A vector rewritten at a row no probe reads (caught by the file's signature), a file cut short (its size),
+    the files of another store with the same scopes, generations and row counts (the probe rows)."""
+    emb = FastEmbedder()
+    store = tmp_path / "store"
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        _fill(mem, range(12))
+        _answers(mem)
+    got, rebuilt = _reopened(store, emb, rows_read)
+    assert not rebuilt  # trusted as saved
+    cache = store / "faiss"
+    if how == "other-store":
+        other = tmp_path / "other"
+        with sgmem.Memory(other, embedder=emb, config=HNSW) as mem:
+            _fill(mem, range(100, 112))  # other messages, the same shape
+            _answers(mem)
+        shutil.rmtree(cache)
+        shutil.copytree(other / "faiss", cache)
+        _restore_signatures(cache)  # as if in place: only the probe rows tell the stores apart
+    elif how == "truncated":
+        f = cache / "scope-1.columns"
+        f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    else:
+        f = cache / "scope-1.sentences.faiss"
+        data = bytearray(f.read_bytes())
+        dim = emb.dim
+        row1 = len(data) - (_rows(store) - 1) * dim * 4  # the flat index's vectors end the file
+        data[row1 : row1 + dim * 4] = np.roll(np.frombuffer(data[row1 : row1 + dim * 4], np.float32), 1).tobytes()
+        st = f.stat()
+        f.write_bytes(bytes(data))
+        # a rewrite moves the modification time; a coarse clock could leave it equal within a few ms
+        os.utime(f, ns=(st.st_atime_ns, max(f.stat().st_mtime_ns, st.st_mtime_ns + 1_000_000)))
+    got, rebuilt = _reopened(store, emb, rows_read)
+    assert rebuilt
+    if how == "other-store":
+        assert not any(i.startswith("b0001") for hits in got for i in hits)
+    assert got == _rebuilt_answers(store, emb, tmp_path)
+
+
+def _rows(store: Path) -> int:
+    return int(json.loads((store / "faiss" / "scope-1.json").read_text())["n_sentences"])
+
+
+def _restore_signatures(cache: Path) -> None:
+    """Record the copied files' signatures in their metadata: files that are exactly the ones saved, so that
+    only the check a test is about can reject them."""
+    for meta_path in cache.glob("scope-*.json"):
+        meta = json.loads(meta_path.read_text())
+        stem = str(meta_path)[: -len(".json")]
+        suffix = {"sentences": ".sentences.faiss", "ann": ".ann.faiss", "columns": ".columns"}
+        for name in meta["files"]:
+            st = os.stat(stem + suffix[name])
+            meta["files"][name] = [st.st_size, st.st_mtime_ns, st.st_ino]
+        meta_path.write_text(json.dumps(meta))
