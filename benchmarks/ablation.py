@@ -107,7 +107,7 @@ def _lme(ctx: Any, smoke: bool) -> dict[str, Any]:
     from sgmem.config import Config
     from sgmem.eval.chat import _Memo
     from sgmem.eval.locomo import turns_of
-    from sgmem.eval.longmemeval import PROTOCOLS, _stored, ingest_haystack, load_longmemeval, retrieval_metrics
+    from sgmem.eval.longmemeval import PROTOCOLS, ingest_haystack, load_longmemeval, retrieval_metrics
     from sgmem.eval.loo import _configured, apply_overrides
     from sgmem.memory import Memory
 
@@ -133,8 +133,9 @@ def _lme(ctx: Any, smoke: bool) -> dict[str, Any]:
             evidence = q.evidence(protocol)
             if not evidence:
                 continue
-            session_of = {t: s for s, _, turns in q.sessions for t, role, _, _ in turns if _stored(role, protocol)}
-            ev_sessions = {session_of[t] for t in evidence}
+            items = q.items(protocol)
+            ev_sessions = {s for t, s in items.values() if t in evidence}
+            n_turns, n_sessions = len(set(items.values())), len({s for _, s in items.values()})
             with Memory(embedder=emb, config=base) as mem:
                 ingest_haystack(mem, q, protocol)
                 emb.embed([q.question])
@@ -147,10 +148,9 @@ def _lme(ctx: Any, smoke: bool) -> dict[str, Any]:
                             hits = mem.search(q.question, scope="q", k=_DEPTH, min_score=0)
                             best = min(best, time.perf_counter() - t0)
                         ms[name].append(best * 1e3)
-                    turns = turns_of(hits)
-                    sessions = list(dict.fromkeys(session_of[t] for t in turns if t in session_of))
-                    tm = retrieval_metrics(turns, evidence, len(session_of), (5, 10))
-                    sm = retrieval_metrics(sessions, ev_sessions, len(set(session_of.values())), (5,))
+                    turns, sessions = q.ranked(turns_of(hits), protocol)
+                    tm = retrieval_metrics(turns, evidence, n_turns, (5, 10))
+                    sm = retrieval_metrics(sessions, ev_sessions, n_sessions, (5,))
                     vals[name][q.question_id] = [tm["recall@5"], tm["recall@10"], sm["recall_any@5"]]
             ctx.progress(f"ablation: LongMemEval {protocol} {q.question_id} measured")
         out["protocols"][protocol] = {"values": vals, "ms": ms}
