@@ -73,7 +73,7 @@ SETTINGS: dict[str, tuple[float, ...]] = {
 RRF = "RRF(BM25, dense)"
 CATS = (1, 2, 3, 4)
 LME_FOLDS = 3
-_DEPTH = 50  # LongMemEval: ranked turns per search (enough for five distinct sessions)
+_DEPTH = 100  # LongMemEval: ranked turns per search, as the harness (sgmem.eval.longmemeval) ranks them
 
 
 def lme_folds(questions: list[tuple[str, str]], n: int = LME_FOLDS) -> dict[str, int]:
