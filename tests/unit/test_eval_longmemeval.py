@@ -198,3 +198,14 @@ def test_a_session_drawn_twice_into_a_haystack_is_stored_twice_and_scored_as_one
     assert rep.n_questions == 1
     assert rep.mean(SYSTEMS[0], "turn", "recall@2") == 100.0
     assert rep.mean(SYSTEMS[0], "session", "recall_any@1") == 100.0
+
+
+def test_several_seeds_grow_a_subset_without_redrawing_the_first(tmp_path: Path) -> None:
+    turn = [{"role": "user", "content": "I moved to Leeds.", "has_answer": True}]
+    recs = [_record(f"q{i}", "single-session-user", "Where do I live?", [turn], ["2023/05/01 (Mon) 09:00"])
+            for i in range(12)]  # fmt: skip
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps(recs), encoding="utf-8")
+    ids = [{q.question_id for q in load_longmemeval(path, per_type=3, seed=s)} for s in (0, 1)]
+    both = {q.question_id for q in load_longmemeval(path, per_type=3, seed=[0, 1])}
+    assert ids[0] != ids[1] and both == ids[0] | ids[1]
