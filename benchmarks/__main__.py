@@ -54,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--lme-per-type", type=int, default=6, help="longmemeval: questions of each type (a stratified subset, seed 0)"
     )
+    p.add_argument(
+        "--lme-seeds", type=int, nargs="+", default=[0], help="longmemeval: the subset's seeds (several: the union)"
+    )
     p.add_argument("--max-questions", type=int, default=None, help="LoCoMo: only the first N questions each")
     p.add_argument(
         "--workers",

@@ -526,7 +526,7 @@ def cmd_eval_longmemeval(args: argparse.Namespace) -> int:
     from .eval import CachingEmbedder
     from .eval.longmemeval import evaluate_longmemeval, load_longmemeval, render_longmemeval
 
-    questions = load_longmemeval(args.file, limit=args.limit, per_type=args.per_type)
+    questions = load_longmemeval(args.file, limit=args.limit, per_type=args.per_type, seed=args.seed)
     embedder: Any = default_embedder()
     if args.cache:
         embedder = CachingEmbedder(embedder, args.cache)
@@ -845,6 +845,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="store the user's turns only (the paper's setting), every turn of both roles, or both (default)",
     )
     lme.add_argument("--per-type", type=int, default=None, help="at most N questions of each type (seed 0)")
+    lme.add_argument(
+        "--seed", type=int, nargs="+", default=[0], help="the --per-type draw's seed; several: the union of draws"
+    )
     lme.add_argument("--limit", type=int, default=None, help="only the first N questions")
     lme.add_argument("--cache", default=None, help="directory for an embedding cache (faster re-runs)")
     lme.add_argument("--out", default=None, help="also write the Markdown report here")

@@ -162,6 +162,7 @@ SEARCH_GRID: tuple[Axis, ...] = (
     _around("hybrid.neighbour_dense", half=False),
     _around("hybrid.propagation", half=False),
     _around("hybrid.session_weight", half=False),
+    _around("hybrid.session_spread", half=False),
     _around("hybrid.date_day_bonus", half=False),
     _around("hybrid.date_month_bonus", half=False),
     _discrete("hybrid.date_slack_days", (0, 1, 2), needs="hybrid.date_day_bonus"),

@@ -82,18 +82,43 @@ _DEPTH = 100  # how deep each ranking goes (before fusion and metrics)
 
 @dataclass
 class LMEQuestion:
-    """One LongMemEval question with its haystack."""
+    """One LongMemEval question with its haystack.
+
+    A haystack may hold the same session twice (its filler sessions are drawn with replacement): both copies are
+    stored, each at its own date, as the chat held it twice; the second gets a thread key of its own
+    (``"<id>~2"``) and the metrics count both copies as the one session and turn the benchmark names.
+    """
 
     question_id: str
     question_type: str
     question: str
     question_date: datetime
-    #: (session id, date, [(turn id, role, content, has_answer), ...]) in haystack order
+    #: (thread key, date, [(turn id, role, content, has_answer), ...]) in haystack order; keys and turn ids are
+    #: unique within the haystack
     sessions: list[tuple[str, datetime, list[tuple[str, str, str, bool]]]]
+    #: thread key -> the benchmark's session id, for the keys that differ from it (a repeated session's copies)
+    session_ids: dict[str, str] = field(default_factory=dict)
+
+    def items(self, protocol: str) -> dict[str, tuple[str, str]]:
+        """Stored turn id -> (the benchmark's turn id, its session id), for the turns ``protocol`` stores."""
+        out = {}
+        for key, _, turns in self.sessions:
+            sid = self.session_ids.get(key, key)
+            for i, (t, role, _, _) in enumerate(turns):
+                if _stored(role, protocol):
+                    out[t] = (f"{sid}#{i}", sid)
+        return out
 
     def evidence(self, protocol: str) -> set[str]:
-        """The ``has_answer`` turn ids a protocol stores."""
-        return {t for _, _, turns in self.sessions for t, role, _, ans in turns if ans and _stored(role, protocol)}
+        """The benchmark's ids of the ``has_answer`` turns a protocol stores."""
+        items = self.items(protocol)
+        return {items[t][0] for _, _, turns in self.sessions for t, _, _, ans in turns if ans and t in items}
+
+    def ranked(self, turns: Sequence[str], protocol: str) -> tuple[list[str], list[str]]:
+        """A ranking of stored turn ids as the benchmark's turn ids and, in first-seen order, session ids."""
+        items = self.items(protocol)
+        found = [items[t] for t in turns if t in items]
+        return list(dict.fromkeys(t for t, _ in found)), list(dict.fromkeys(s for _, s in found))
 
 
 def _stored(role: str, protocol: str) -> bool:
@@ -127,7 +152,7 @@ def load_longmemeval(
     *,
     limit: int | None = None,
     per_type: int | None = None,
-    seed: int = 0,
+    seed: int | Sequence[int] = 0,
     max_sessions: int | None = None,
 ) -> list[LMEQuestion]:
     """Read a LongMemEval file (official JSON list, optionally gzipped); abstention questions are skipped.
@@ -135,7 +160,8 @@ def load_longmemeval(
     Args:
         limit: keep the first ``limit`` questions (after ``per_type``).
         per_type: keep at most this many questions of each type, drawn with ``seed``
-            (a stratified subset for quick runs).
+            (a stratified subset for quick runs); several seeds keep the union of their draws (a subset
+            grown without redrawing the first).
         max_sessions: trim each haystack to its evidence sessions and the first others up to this
             many sessions (toy runs only: a smaller haystack is an easier question).
     """
@@ -152,16 +178,25 @@ def load_longmemeval(
         qid = str(rec["question_id"])
         if qid.endswith("_abs"):
             continue
-        sessions = []
-        for sid, date, turns in zip(
-            rec["haystack_session_ids"], rec["haystack_dates"], rec["haystack_sessions"], strict=True
-        ):
+        sessions, session_ids = [], {}
+        ids = [str(sid) for sid in rec["haystack_session_ids"]]
+        taken = set(ids)
+        seen: dict[str, int] = defaultdict(int)
+        for sid, date, turns in zip(ids, rec["haystack_dates"], rec["haystack_sessions"], strict=True):
+            seen[sid] += 1
+            key = sid
+            if seen[sid] > 1:  # the same session drawn again: a copy of its own, counted as the one session
+                n = seen[sid]
+                while (key := f"{sid}~{n}") in taken:
+                    n += 1
+                taken.add(key)
+                session_ids[key] = sid
             sessions.append(
                 (
-                    str(sid),
+                    key,
                     parse_lme_date(date),
                     [
-                        (f"{sid}#{i}", t["role"], t["content"], bool(t.get("has_answer", False)))
+                        (f"{key}#{i}", t["role"], t["content"], bool(t.get("has_answer", False)))
                         for i, t in enumerate(turns)
                     ],
                 )
@@ -171,14 +206,18 @@ def load_longmemeval(
             others = [s for s in sessions if s not in evidence][: max(0, max_sessions - len(evidence))]
             sessions = [s for s in sessions if s in evidence or s in others]
         out.append(
-            LMEQuestion(qid, rec["question_type"], rec["question"], parse_lme_date(rec["question_date"]), sessions)
+            LMEQuestion(
+                qid, rec["question_type"], rec["question"], parse_lme_date(rec["question_date"]), sessions, session_ids
+            )
         )
     if per_type is not None:
-        rng = random.Random(seed)
         by_type: dict[str, list[LMEQuestion]] = defaultdict(list)
         for q in out:
             by_type[q.question_type].append(q)
-        keep = {q.question_id for qs in by_type.values() for q in rng.sample(qs, min(per_type, len(qs)))}
+        keep = set()
+        for one in [seed] if isinstance(seed, int) else seed:
+            rng = random.Random(one)
+            keep |= {q.question_id for qs in by_type.values() for q in rng.sample(qs, min(per_type, len(qs)))}
         out = [q for q in out if q.question_id in keep]
     return out[:limit]
 
@@ -260,9 +299,9 @@ def evaluate_longmemeval(
         if not evidence:
             rep.skipped += 1  # its evidence is in turns this protocol does not store
             continue
-        session_of = {t: sid for sid, _, turns in q.sessions for t, role, _, _ in turns if _stored(role, protocol)}
-        ev_sessions = {session_of[t] for t in evidence}
-        n_turns, n_sessions = len(session_of), len(set(session_of.values()))
+        items = q.items(protocol)
+        ev_sessions = {s for t, s in items.values() if t in evidence}
+        n_turns, n_sessions = len(set(items.values())), len({s for _, s in items.values()})
         with Memory(embedder=embedder, config=config) as mem:
             t0 = time.perf_counter()
             ingest_haystack(mem, q, protocol)
@@ -277,8 +316,8 @@ def evaluate_longmemeval(
             rankings[SYSTEMS[3]] = rrf([rankings["BM25 turns"], rankings["dense sentences"]])
             # the fusion runs both of its rankings
             rep.latency_ms[SYSTEMS[3]].append(rep.latency_ms[SYSTEMS[1]][-1] + rep.latency_ms[SYSTEMS[2]][-1])
-        for system, turns in rankings.items():
-            sessions = list(dict.fromkeys(session_of[t] for t in turns if t in session_of))
+        for system, stored in rankings.items():
+            turns, sessions = q.ranked(stored, protocol)
             for level, ranked, relevant, n_items in (
                 ("turn", turns, evidence, n_turns),
                 ("session", sessions, ev_sessions, n_sessions),
@@ -288,7 +327,7 @@ def evaluate_longmemeval(
         rep.n_questions += 1
         if progress:
             progress(
-                f"[{n}/{len(questions)}] {q.question_id} ({q.question_type}): {n_turns} turns, "
+                f"[{n}/{len(questions)}] {q.question_id} ({q.question_type}): {len(items)} turns, "
                 f"ingest {rep.ingest_s[-1]:.1f} s"
             )
     return rep
@@ -311,7 +350,8 @@ def render_longmemeval(rep: LMEReport) -> str:
         f"LongMemEval, protocol **{rep.protocol}** ({'user turns only' if rep.protocol == 'user' else 'every turn of both roles'}): "
         f"{rep.n_questions} questions scored, {rep.skipped} skipped (no evidence in the stored turns), "
         f"ingest p50 {statistics.median(rep.ingest_s) if rep.ingest_s else float('nan'):.1f} s per haystack. "
-        f"Tuned on LongMemEval: only HybridConfig.assistant_weight (leave-one-question-out). Source: {rep.path}",
+        "sgmem at its shipped defaults (the settings LongMemEval adds, `assistant_weight` and `session_spread`, "
+        f"are cross-validated in the benchmarks' ablation part). Source: {rep.path}",
         "",
         head,
         "|" + "---|" * (len(cols) + 2),

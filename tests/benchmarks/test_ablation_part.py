@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from benchmarks import ablation
-from benchmarks.ablation import ALL_ON, CHANNELS, decisions, lme_folds
+from benchmarks.ablation import ALL_ON, CHANNELS, RRF, decisions, lme_folds, settings_cv, settings_grid
 from tests.benchmarks.test_cv_part import _locomo
 
 
@@ -102,11 +102,60 @@ def test_the_smoke_run_measures_every_channel_on_both_benchmarks(embedder: Any, 
     )
     raw = ablation.run_part(ctx)
     json.dumps(raw)  # stored as JSON by the suite
-    assert set(raw["locomo"]["recall@10"]) == {ALL_ON, *CHANNELS}
+    assert set(raw["locomo"]["recall@10"]) == {ALL_ON, *CHANNELS, *settings_grid()}
     for protocol in ("user", "all"):
         assert set(raw["longmemeval"]["protocols"][protocol]["values"][ALL_ON]) == {"a1", "b1"}
     text = ablation.render_part(raw)
     for ch in CHANNELS:
         assert text.count(f"| {ch} |") == 2, ch  # in the ablation table and the folds' table
     assert "### Kept or not, cross-validated" in text and "query p50 ms" in text
+    assert "### Settings a user–assistant chat adds, cross-validated" in text and "RRF turn recall@10" in text
     assert ablation.summary_lines(raw)
+
+
+def _settings_raw(n_locomo: int) -> dict[str, Any]:
+    """Two LoCoMo conversations of ``n_locomo`` questions each and six LongMemEval questions of one type (two per
+    question fold): the point "assistant_weight=1, session_spread=0.1" costs LoCoMo 0.1 on every question and
+    gains LongMemEval 0.5 on every question under both protocols; every other point scores as shipped."""
+    points = list(settings_grid())
+    better = "assistant_weight=1, session_spread=0.1"
+    assert better in points and ALL_ON in points
+    loc = {n: {g: [0.5] * n_locomo for g in ("a", "b")} for n in (ALL_ON, *CHANNELS, *points)}
+    loc[better] = {g: [0.4] * n_locomo for g in ("a", "b")}
+    qids = [f"q{i}" for i in range(6)]
+    lme = {n: {q: [0.2, 0.4, 1.0] for q in qids} for n in (ALL_ON, *CHANNELS, *points)}
+    lme[better] = {q: [0.6, 0.9, 1.0] for q in qids}
+    lme[RRF] = {q: [0.3, 0.6, 1.0] for q in qids}
+    return {
+        "channels": CHANNELS,
+        "locomo": {"conversations": ["a", "b"], "recall@10": loc, "ms": {}},
+        "longmemeval": {
+            "types": dict.fromkeys(qids, "t"),
+            "per_type": 6,
+            "protocols": {p: {"values": lme, "ms": {}} for p in ("user", "all")},
+        },
+    }
+
+
+def test_the_settings_are_chosen_with_each_benchmark_weighing_one_half() -> None:
+    # 900 LoCoMo questions against 6: pooled, LoCoMo's -0.1 would outweigh LongMemEval's +0.5; weighed per
+    # benchmark, (−0.1 + 0.5) / 2 > 0 moves every fold to the point that helps LongMemEval
+    cv = settings_cv(_settings_raw(450))
+    assert cv["joint"]["choices"] == ["assistant_weight=1, session_spread=0.1"] * 3
+    assert cv["joint"]["held_out"]["LoCoMo"] == pytest.approx(40.0)
+    assert cv["joint"]["held_out"]["LongMemEval all"] == pytest.approx(90.0)
+    # LongMemEval's own question folds choose it too; held out beside the RRF baseline on the same questions
+    q = cv["questions"]
+    assert q["choices"] == ["assistant_weight=1, session_spread=0.1"] * 3
+    assert q["held_out"]["user"]["sgmem"] == pytest.approx([60.0, 90.0, 100.0])
+    assert q["held_out"]["user"][RRF] == pytest.approx([30.0, 60.0, 100.0])
+
+
+def test_a_setting_that_changes_nothing_keeps_the_shipped_point() -> None:
+    raw = _settings_raw(3)
+    for data in raw["longmemeval"]["protocols"].values():
+        data["values"]["assistant_weight=1, session_spread=0.1"] = data["values"][ALL_ON]
+    raw["locomo"]["recall@10"]["assistant_weight=1, session_spread=0.1"] = raw["locomo"]["recall@10"][ALL_ON]
+    cv = settings_cv(raw)
+    assert cv["joint"]["choices"] == [ALL_ON] * 3 and cv["questions"]["choices"] == [ALL_ON] * 3
+    assert cv["joint"]["held_out"]["LongMemEval user"] == pytest.approx(40.0)

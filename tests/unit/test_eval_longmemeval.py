@@ -16,9 +16,11 @@ import pytest
 
 import sgmem
 from sgmem.errors import InvalidInputError
+from sgmem.eval.locomo import turns_of
 from sgmem.eval.longmemeval import (
     SYSTEMS,
     evaluate_longmemeval,
+    ingest_haystack,
     load_longmemeval,
     ndcg_any,
     parse_lme_date,
@@ -157,3 +159,53 @@ def test_both_protocols_end_to_end(tmp_path: Path, embedder: sgmem.Embedder) -> 
     assert "2 questions scored" in text and "RRF(BM25, dense)" in text and "single-session-assistant" in text
     with pytest.raises(InvalidInputError, match="protocol"):
         evaluate_longmemeval(qs, protocol="assistant", embedder=embedder)
+
+
+def test_a_session_drawn_twice_into_a_haystack_is_stored_twice_and_scored_as_one(
+    tmp_path: Path, embedder: sgmem.Embedder
+) -> None:
+    # the official format lists a filler session once per draw: the same id, the same turns, two dates
+    filler = [
+        {"role": "user", "content": "Can you give me a recipe for banana bread?"},
+        {"role": "assistant", "content": "Mash three ripe bananas, mix with flour and eggs, and bake it."},
+    ]
+    evidence = [
+        {"role": "user", "content": "My dog Biscuit is a border collie and loves the park.", "has_answer": True},
+        {"role": "assistant", "content": "Border collies are energetic dogs."},
+    ]
+    rec = _record("q9", "single-session-user", "What breed is my dog?", [filler, evidence, filler, evidence], [])
+    rec["haystack_session_ids"] = ["shared_0", "answer_1", "shared_0", "answer_1"]
+    rec["haystack_dates"] = [f"2023/05/0{d} (Mon) 09:00" for d in (1, 2, 3, 4)]
+    path = tmp_path / "repeat.json"
+    path.write_text(json.dumps([rec]), encoding="utf-8")
+    (q,) = load_longmemeval(path)
+    keys = [key for key, _, _ in q.sessions]
+    assert len(set(keys)) == 4 and keys[:2] == ["shared_0", "answer_1"]
+    assert [q.session_ids.get(k, k) for k in keys] == ["shared_0", "answer_1", "shared_0", "answer_1"]
+    assert [at.day for _, at, _ in q.sessions] == [1, 2, 3, 4]  # each copy at its own date
+    assert q.evidence("all") == {"answer_1#0"}  # both copies' evidence turn is the benchmark's one turn
+    stored = [t for _, _, turns in q.sessions for t, *_ in turns]
+    # both copies ranked first count once: the next distinct turn is the filler's
+    assert q.ranked([stored[6], stored[2], stored[0], stored[4]], "all") == (
+        ["answer_1#0", "shared_0#0"],
+        ["answer_1", "shared_0"],
+    )
+    with sgmem.Memory(embedder=embedder) as mem:
+        ingest_haystack(mem, q, "all")
+        hits = mem.search("bread or dogs", scope="q", k=20, mode="vector", min_score=0)
+        assert sorted(turns_of(hits)) == sorted(stored)  # every turn of every copy kept
+    rep = evaluate_longmemeval([q], protocol="all", embedder=embedder, ks=(1, 2))
+    assert rep.n_questions == 1
+    assert rep.mean(SYSTEMS[0], "turn", "recall@2") == 100.0
+    assert rep.mean(SYSTEMS[0], "session", "recall_any@1") == 100.0
+
+
+def test_several_seeds_grow_a_subset_without_redrawing_the_first(tmp_path: Path) -> None:
+    turn = [{"role": "user", "content": "I moved to Leeds.", "has_answer": True}]
+    recs = [_record(f"q{i}", "single-session-user", "Where do I live?", [turn], ["2023/05/01 (Mon) 09:00"])
+            for i in range(12)]  # fmt: skip
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps(recs), encoding="utf-8")
+    ids = [{q.question_id for q in load_longmemeval(path, per_type=3, seed=s)} for s in (0, 1)]
+    both = {q.question_id for q in load_longmemeval(path, per_type=3, seed=[0, 1])}
+    assert ids[0] != ids[1] and both == ids[0] | ids[1]
