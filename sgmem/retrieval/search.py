@@ -69,6 +69,9 @@ class Ranked:
     #: :func:`.dense.turn_relevance` of a one-turn result, when the mode's exact scan gave it (else None:
     #: the facade computes it for the hits)
     relevance: float | None = None
+    #: the query's raw cosine to every sentence, when the mode's exact scan gave them (one array shared by
+    #: the query's results): the facade reads its hits' exchange and echo cosines from it
+    cosines: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:
@@ -642,7 +645,7 @@ class Retriever:
             if r in hops:
                 hop, origin = hops[r]
                 why["graph"] = {"hop": hop, **({"via_seed": text_of[origin]} if hop else {})}
-            out.append(Ranked("turn", [r], float(total[r]), why, r_rel))
+            out.append(Ranked("turn", [r], float(total[r]), why, r_rel, d_raw.cos if approx is None else None))
         return out
 
 
@@ -911,10 +914,13 @@ def _assistant_sentences(idx: ScopeIndex, h: Any) -> np.ndarray | None:
     return said[idx.array("sent_msg")]
 
 
-def act_weights(idx: ScopeIndex, rows: Iterable[int], h: Any, q: np.ndarray) -> dict[int, float]:
+def act_weights(
+    idx: ScopeIndex, rows: Iterable[int], h: Any, q: np.ndarray, cos: np.ndarray | None = None
+) -> dict[int, float]:
     """The dialogue-act weight of each turn of ``rows`` that is not 1, as the hybrid weighs it for the query
     vector ``q`` (``HybridConfig`` ``h``: the turn's best sentence weight, echoes of the query included; 0 for
-    filler alone). :attr:`sgmem.Hit.relevance` is the dense relevance times it."""
+    filler alone). :attr:`sgmem.Hit.relevance` is the dense relevance times it. ``cos``: the query's cosine
+    to every sentence, when an exact scan gave them (else the rows needed are scored)."""
     rows = list(rows)
     if not rows or not idx.n_sentences:
         return {}
@@ -933,8 +939,8 @@ def act_weights(idx: ScopeIndex, rows: Iterable[int], h: Any, q: np.ndarray) -> 
         w = table[a]
         asks = np.flatnonzero(a == QUESTION)
         if asks.size:  # echoes of the query (see _Acts)
-            cos = score_rows(idx, q, lo + asks)
-            w[asks[cos >= h.echo_cosine]] = h.echo_weight
+            asked = cos[lo + asks] if cos is not None else score_rows(idx, q, lo + asks)
+            w[asks[asked >= h.echo_cosine]] = h.echo_weight
         best = float(w.max()) * (h.tool_weight if tool[r] else 1.0)
         if best != 1.0:
             out[r] = best
@@ -957,7 +963,9 @@ def questions_answered(idx: ScopeIndex, rows: Iterable[int]) -> dict[int, int]:
     return out
 
 
-def exchange_relevance(idx: ScopeIndex, q: np.ndarray, rows: Iterable[int]) -> dict[int, float]:
+def exchange_relevance(
+    idx: ScopeIndex, q: np.ndarray, rows: Iterable[int], cos: np.ndarray | None = None
+) -> dict[int, float]:
     """[D] The relevance of each turn of ``rows`` that replies to a question, read as that exchange.
 
     A reply's meaning is often the exchange's ("And what's the dog's name?" —
@@ -965,7 +973,8 @@ def exchange_relevance(idx: ScopeIndex, q: np.ndarray, rows: Iterable[int]) -> d
     and its own together (best sentence and whole exchange, as
     :func:`.dense.turn_relevance` measures a turn), and the larger value is
     kept. A reply is the next turn of the thread by another speaker after a
-    turn with a question (:mod:`sgmem.text.acts`).
+    turn with a question (:mod:`sgmem.text.acts`). ``cos``: the query's cosine to every sentence, when an
+    exact scan gave them (else the exchanges' sentences are scored).
     """
     out: dict[int, float] = {}
     rows = list(rows)
@@ -983,10 +992,10 @@ def exchange_relevance(idx: ScopeIndex, q: np.ndarray, rows: Iterable[int]) -> d
         if hi <= lo or not (acts[plo:phi] == QUESTION).any():
             continue
         sel = np.r_[plo:phi, lo:hi]
-        cos = score_rows(idx, q, sel).astype(np.float64)
+        c = (cos[sel] if cos is not None else score_rows(idx, q, sel)).astype(np.float64)
         norm = float(np.linalg.norm(vecs[sel].sum(axis=0, dtype=np.float64)))
-        whole = float(cos.sum() / norm) if norm > 0 else 0.0
-        out[r] = float(_relevance(np.array([cos.max()]), np.array([whole]))[0])
+        whole = float(c.sum() / norm) if norm > 0 else 0.0
+        out[r] = float(_relevance(np.array([c.max()]), np.array([whole]))[0])
     return out
 
 
