@@ -369,7 +369,18 @@ class TurnDense:
         return lo + int(np.argmax(seg >= seg.max() - 1e-12))
 
     def best_rows(self, turns: Sequence[int]) -> list[int]:
-        return [self.best_row(int(r)) for r in turns]
+        """:meth:`best_row` of each of ``turns``, their sentences gathered and reduced at once."""
+        r = np.asarray(turns, dtype=np.int64)
+        out = np.full(r.size, -1, dtype=np.int64)
+        sel, counts = _row_sentences(self.idx, r)
+        if sel.size:
+            has = counts > 0
+            local = np.r_[0, np.cumsum(counts[has])[:-1]].astype(np.intp)
+            sub = self.cos[sel].astype(np.float64)
+            near = sub >= np.repeat(np.maximum.reduceat(sub, local), counts[has]) - 1e-12
+            hits = np.flatnonzero(near)  # each turn's first row at its maximum: its first hit after its start
+            out[has] = sel[hits[np.searchsorted(hits, local)]]
+        return out.tolist()
 
 
 def _row_sentences(idx: ScopeIndex, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -317,6 +317,9 @@ def test_the_scan_weighed_by_the_acts_equals_weighing_its_cosines_after(acts_cha
             # the hits' raw relevance without the whole scan's reductions: the same values
             turns = list(range(idx.n_turns))
             assert dense.TurnDense(idx, cos).relevance(turns) == dense.TurnDense(idx, cos, raw_seg).relevance(turns)
+            # each turn's best sentence, gathered at once, is the one found turn by turn
+            picked = [*turns[::-1], *turns[:7]]
+            assert got.best_rows(picked) == [got.best_row(t) for t in picked]
     assert echoed  # a query asked before: its echoes were weighed again after the scan
 
 
