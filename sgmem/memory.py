@@ -688,17 +688,19 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         """:attr:`Hit.relevance` of every turn row of ``ranked``: the one a mode read off its own exact scan
         (:attr:`Ranked.relevance`), else computed for those rows (:meth:`_relevance`)."""
         known = {rk.rows[0]: rk.relevance for rk in ranked if rk.relevance is not None and len(rk.rows) == 1}
+        # the exact scan's cosines, when the mode had one: the exchanges' and echoes' cosines are read from it
+        cos = next((rk.cosines for rk in ranked if rk.cosines is not None), None)
         rest = [r for rk in ranked for r in rk.rows if r not in known]
         if rest:
             known.update(self._relevance(idx, q, rest))
         with self._lock, single_thread_blas():  # reads FAISS storage that a concurrent add may reallocate
             # a reply read as its exchange ("What's the dog's name?" — "Pepper."), then times the turn's
             # dialogue-act weight: "Thanks!" is relevant to no query, an echo of the query hardly
-            for r, v in exchange_relevance(idx, q, known).items():
+            for r, v in exchange_relevance(idx, q, known, cos).items():
                 if v > known[r] and lifted is not None:
                     lifted.add(r)  # found through its question: it reads as the exchange
                 known[r] = max(known[r], v)
-            for r, w in act_weights(idx, known, self.config.hybrid, q).items():
+            for r, w in act_weights(idx, known, self.config.hybrid, q, cos).items():
                 known[r] *= w
         return known
 

@@ -118,10 +118,17 @@ def scan_device(config: Any, n_sentences: int) -> str | None:
     return device if n_sentences >= int(getattr(config, "dense_scan_min_sentences", 0)) else None
 
 
-def start_scan(idx: ScopeIndex, q: np.ndarray, config: Any, reduce: bool = True, parts_per_thread: int = 1) -> Any:
+def start_scan(
+    idx: ScopeIndex,
+    q: np.ndarray,
+    config: Any,
+    reduce: bool = True,
+    parts_per_thread: int = 1,
+    weights: np.ndarray | None = None,
+) -> Any:
     """Start one query's exact scan: on ``Config.dense_device`` if set and the scope is large enough
     (:func:`scan_device`; :class:`sgmem.retrieval.device.DeviceScanJob`), else on the scan threads
-    (:class:`ScanJob`).
+    (:class:`ScanJob`, which reduces the cosines times ``weights`` when given; see its ``weighted``).
 
     Both give ``result() -> (cos, seg)`` and ``cancel()``; create it under the Memory's lock.
     """
@@ -130,7 +137,7 @@ def start_scan(idx: ScopeIndex, q: np.ndarray, config: Any, reduce: bool = True,
         from .device import DeviceScanJob
 
         return DeviceScanJob(idx, q, device, reduce)
-    return ScanJob(idx, q, scan_threads(config, idx.n_sentences), reduce, parts_per_thread)
+    return ScanJob(idx, q, scan_threads(config, idx.n_sentences), reduce, parts_per_thread, weights)
 
 
 class ScanJob:
@@ -143,14 +150,28 @@ class ScanJob:
     into more parts than threads, so a caller that arrives late still finds
     parts to share. Any cut at multiples of :data:`SCAN_ALIGN` gives the same
     values. With one thread nothing starts before :meth:`result`.
+
+    With ``weights`` (one float32 per sentence row: the hybrid's dialogue-act
+    weights) each part also writes the cosines times their weights to
+    ``weighted``, and ``seg`` reduces those instead of the raw cosines: the
+    reductions the hybrid ranks by, computed by the scan threads in the same
+    pass (a run whose weights are all 1 gets its raw values, x × 1 = x).
     """
 
     def __init__(
-        self, idx: ScopeIndex, q: np.ndarray, threads: int = 1, reduce: bool = True, parts_per_thread: int = 1
+        self,
+        idx: ScopeIndex,
+        q: np.ndarray,
+        threads: int = 1,
+        reduce: bool = True,
+        parts_per_thread: int = 1,
+        weights: np.ndarray | None = None,
     ) -> None:
         self.idx = idx
         n = self.n = idx.n_sentences
         self.cos = np.empty(n, dtype=np.float32)
+        self.weights = weights if n else None
+        self.weighted = np.empty(n, dtype=np.float32) if self.weights is not None else None
         self.starts = idx.array("sent_starts") if n else np.zeros(0, dtype=np.int64)
         self.seg = (
             (np.empty(len(self.starts), dtype=np.float32), np.empty(len(self.starts), dtype=np.float64))
@@ -191,6 +212,10 @@ class ScanJob:
         lo, hi = int(self.bounds[i]), int(self.bounds[i + 1])
         out, rows = faiss.swig_ptr(cos[lo:hi]), faiss.swig_ptr(self._vecs[lo:hi])
         faiss.fvec_inner_products_ny(out, faiss.swig_ptr(self._qv), rows, self.idx.dim, hi - lo)
+        red = cos  # the values reduced: the cosines, or the cosines times their weights
+        if self.weighted is not None and self.weights is not None:
+            red = self.weighted
+            np.multiply(cos[lo:hi], self.weights[lo:hi], out=red[lo:hi])
         if seg is not None:
             r0, r1 = np.searchsorted(starts, [lo, hi])  # runs starting in [lo, hi)
             if hi < n and r1 > r0 and (r1 == len(starts) or starts[r1] > hi):
@@ -198,8 +223,8 @@ class ScanJob:
             if r1 > r0:
                 end = int(starts[r1]) if r1 < len(starts) else n
                 local = starts[r0:r1] - lo
-                np.maximum.reduceat(cos[lo:end], local, out=seg[0][r0:r1])
-                np.add.reduceat(cos[lo:end], local, dtype=np.float64, out=seg[1][r0:r1])
+                np.maximum.reduceat(red[lo:end], local, out=seg[0][r0:r1])
+                np.add.reduceat(red[lo:end], local, dtype=np.float64, out=seg[1][r0:r1])
 
     def result(self) -> tuple[np.ndarray, Any]:
         """``(cos, seg)`` as :func:`scan` returns them; the calling thread scans what is left first."""
@@ -214,12 +239,13 @@ class ScanJob:
             f.result()
         cos, seg, starts, n = self.cos, self.seg, self.starts, self.n
         if seg is not None:
+            red = self.weighted if self.weighted is not None else cos
             for b in self.bounds[1:-1].tolist():  # runs cut by a part boundary
                 r = int(np.searchsorted(starts, b, side="right")) - 1
                 if starts[r] < b:
                     lo, hi = int(starts[r]), int(starts[r + 1]) if r + 1 < len(starts) else n
-                    seg[0][r] = np.maximum.reduceat(cos[lo:hi], [0])[0]
-                    seg[1][r] = np.add.reduceat(cos[lo:hi], [0], dtype=np.float64)[0]
+                    seg[0][r] = np.maximum.reduceat(red[lo:hi], [0])[0]
+                    seg[1][r] = np.add.reduceat(red[lo:hi], [0], dtype=np.float64)[0]
         return cos, seg
 
 
@@ -297,15 +323,25 @@ class TurnDense:
         out = np.zeros(r.size, dtype=np.float64)
         if not self.turns.size:
             return out.tolist()
-        seg_max, seg_sum = self._reduced()
-        if self._all_turns():
-            run, has = r, np.ones(r.size, dtype=bool)
+        if self._seg is None:  # reduce the runs of these turns alone (the same reductions over the same rows)
+            sel, counts = _row_sentences(self.idx, r)
+            has = counts > 0
+            local = np.r_[0, np.cumsum(counts[has])[:-1]].astype(np.intp)
+            best, sums = np.zeros(r.size), np.zeros(r.size)
+            if sel.size:
+                sub = self.cos[sel]
+                best[has] = np.maximum.reduceat(sub, local)
+                sums[has] = np.add.reduceat(sub, local, dtype=np.float64)
         else:
-            run = np.minimum(np.searchsorted(self.turns, r), self.turns.size - 1)
-            has = self.turns[run] == r
+            seg_max, seg_sum = self._reduced()
+            if self._all_turns():
+                run, has = r, np.ones(r.size, dtype=bool)
+            else:
+                run = np.minimum(np.searchsorted(self.turns, r), self.turns.size - 1)
+                has = self.turns[run] == r
+            best, sums = seg_max[run], seg_sum[run]
         norms = self.idx.turn_sum_norms()[r]
-        best = seg_max[run]
-        whole = np.divide(seg_sum[run], norms, out=np.zeros(r.size), where=norms > 0)
+        whole = np.divide(sums, norms, out=np.zeros(r.size), where=norms > 0)
         out[has] = _relevance(best, whole)[has]
         return out.tolist()
 
@@ -333,7 +369,18 @@ class TurnDense:
         return lo + int(np.argmax(seg >= seg.max() - 1e-12))
 
     def best_rows(self, turns: Sequence[int]) -> list[int]:
-        return [self.best_row(int(r)) for r in turns]
+        """:meth:`best_row` of each of ``turns``, their sentences gathered and reduced at once."""
+        r = np.asarray(turns, dtype=np.int64)
+        out = np.full(r.size, -1, dtype=np.int64)
+        sel, counts = _row_sentences(self.idx, r)
+        if sel.size:
+            has = counts > 0
+            local = np.r_[0, np.cumsum(counts[has])[:-1]].astype(np.intp)
+            sub = self.cos[sel].astype(np.float64)
+            near = sub >= np.repeat(np.maximum.reduceat(sub, local), counts[has]) - 1e-12
+            hits = np.flatnonzero(near)  # each turn's first row at its maximum: its first hit after its start
+            out[has] = sel[hits[np.searchsorted(hits, local)]]
+        return out.tolist()
 
 
 def _row_sentences(idx: ScopeIndex, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -69,6 +69,9 @@ class Ranked:
     #: :func:`.dense.turn_relevance` of a one-turn result, when the mode's exact scan gave it (else None:
     #: the facade computes it for the hits)
     relevance: float | None = None
+    #: the query's raw cosine to every sentence, when the mode's exact scan gave them (one array shared by
+    #: the query's results): the facade reads its hits' exchange and echo cosines from it
+    cosines: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:
@@ -487,11 +490,16 @@ class Retriever:
         h = self.config.hybrid
         n = idx.n_turns
         threads = scan_threads(self.config, idx.n_sentences)
+        exact = self._scans_exactly(idx)
+        # an exact scan on the CPU reduces the cosines times their dialogue-act weights as it goes (the
+        # reductions the channels rank by); the raw cosines' reductions are then taken for the hits alone
+        table = _ActTable.of(idx, h) if exact and idx.n_sentences else None
+        weights = table.sent_w if table is not None and table.active else None
         # the exact scan starts on the scan pool now; the channels that need no cosines (lexical, the
         # pyramid's keywords and levels) run here meanwhile, and the scan's result joins it after them
         job = (  # on an accelerator (Config.dense_device) too
-            start_scan(idx, q, self.config, parts_per_thread=SCAN_PARTS_PER_THREAD)
-            if (threads > 1 or scan_device(self.config, idx.n_sentences) is not None) and self._scans_exactly(idx)
+            start_scan(idx, q, self.config, parts_per_thread=SCAN_PARTS_PER_THREAD, weights=weights)
+            if (threads > 1 or scan_device(self.config, idx.n_sentences) is not None) and exact
             else None
         )
         use_pyramid = h.w_pyramid > 0 and idx.keywords is not None
@@ -508,8 +516,13 @@ class Retriever:
             if job is not None:  # (an LLM's error in the keyword selection, an interrupt): no scan outlives the query
                 job.cancel()
             raise
+        if job is None and exact:  # one scan thread: the scan runs in result()
+            job = start_scan(idx, q, self.config, weights=weights)
+        weighted = None  # the cosines times their act weights, when the scan computed them
         if job is not None:
-            d, approx = TurnDense(idx, *job.result()), None
+            cos, seg = job.result()
+            weighted = getattr(job, "weighted", None)
+            d, approx = (TurnDense(idx, cos) if weighted is not None else TurnDense(idx, cos, seg)), None
         else:
             lex_turns = (  # under the approximate index, lexical matches get their exact dense scores too
                 _top(np.where(s_lex > 0, s_lex, -np.inf), self.config.dense_ann_candidates)
@@ -520,7 +533,7 @@ class Retriever:
         # dialogue acts (sgmem.text.acts): questions, non-answers and filler weigh less than statements in
         # every channel of their turn; ``d`` keeps the raw cosines for Hit.relevance and the reply channel
         acts = _Acts(idx, h, d.cos)
-        d_raw, d = d, acts.weighted(d)
+        d_raw, d = d, (acts.weighted_scan(d.cos, weighted, seg) if weighted is not None else acts.weighted(d))
         cos = d.cos  # every dense channel reduces this one scan
         seeds = None  # the graph seeds' selection, on a scan thread while this one works on the other channels
         if h.w_graph > 0 and cos.size and allowed is None and threads > 1:
@@ -632,7 +645,7 @@ class Retriever:
             if r in hops:
                 hop, origin = hops[r]
                 why["graph"] = {"hop": hop, **({"via_seed": text_of[origin]} if hop else {})}
-            out.append(Ranked("turn", [r], float(total[r]), why, r_rel))
+            out.append(Ranked("turn", [r], float(total[r]), why, r_rel, d_raw.cos if approx is None else None))
         return out
 
 
@@ -754,7 +767,7 @@ class _Acts:
     :class:`_ActTable`; a query adds its echoes, and only the runs holding a weighted sentence are reduced again.
     """
 
-    __slots__ = ("idx", "acts", "sent_w", "turn_w", "active", "table", "_w_sub")
+    __slots__ = ("idx", "acts", "sent_w", "turn_w", "active", "table", "echo", "_w_sub")
 
     def __init__(self, idx: ScopeIndex, h: Any, cos: np.ndarray) -> None:
         self.idx = idx
@@ -764,6 +777,7 @@ class _Acts:
         self.sent_w = np.ones(0, dtype=np.float32)  # (set below when any sentence is not a statement)
         self.turn_w = np.ones(0, dtype=np.float64)
         self._w_sub = np.ones(0, dtype=np.float32)
+        self.echo = np.zeros(0, dtype=np.intp)  # the sentence rows that echo the query
         if not self.active or t is None:
             return
         self.sent_w, self.turn_w, self._w_sub = t.sent_w, t.turn_w, t.w_sub
@@ -771,7 +785,8 @@ class _Acts:
         hit = cos[t.q_rows] >= h.echo_cosine
         if not hit.any():
             return
-        echo, echo_tool = t.q_rows[hit], t.q_tool[hit]
+        self.echo = echo = t.q_rows[hit]
+        echo_tool = t.q_tool[hit]
         w = np.full(echo.size, h.echo_weight, dtype=np.float32)
         w[echo_tool] *= np.float32(h.tool_weight)
         w[t.q_said[hit]] *= np.float32(h.assistant_weight)
@@ -800,6 +815,20 @@ class _Acts:
             seg_max[t.w_runs] = np.maximum.reduceat(sub, t.w_local)
             seg_sum[t.w_runs] = np.add.reduceat(sub, t.w_local, dtype=np.float64)
         return TurnDense(self.idx, cos, (seg_max, seg_sum))
+
+    def weighted_scan(self, cos: np.ndarray, weighted: np.ndarray, seg: Any) -> TurnDense:
+        """:meth:`weighted` from a scan that weighed the sentences by the table's weights as it reduced them
+        (``weighted`` = ``cos`` × the table's weights, ``seg`` their reductions; both the scan's own, changed
+        in place): the query's echoes get their weight, and only their runs are reduced again."""
+        echo = self.echo
+        if echo.size:
+            weighted[echo] = cos[echo] * self.sent_w[echo]
+            runs = np.unique(np.searchsorted(self.idx.array("sent_starts"), echo, side="right") - 1)
+            rows, local = _runs_rows(self.idx, runs)
+            sub = weighted[rows]
+            seg[0][runs] = np.maximum.reduceat(sub, local)
+            seg[1][runs] = np.add.reduceat(sub, local, dtype=np.float64)
+        return TurnDense(self.idx, weighted, seg)
 
     def best_rows(self, d: TurnDense, turns: Sequence[int]) -> list[int]:
         """Each turn's best sentence by ``d``; never filler (-1 for a turn of filler alone)."""
@@ -885,10 +914,13 @@ def _assistant_sentences(idx: ScopeIndex, h: Any) -> np.ndarray | None:
     return said[idx.array("sent_msg")]
 
 
-def act_weights(idx: ScopeIndex, rows: Iterable[int], h: Any, q: np.ndarray) -> dict[int, float]:
+def act_weights(
+    idx: ScopeIndex, rows: Iterable[int], h: Any, q: np.ndarray, cos: np.ndarray | None = None
+) -> dict[int, float]:
     """The dialogue-act weight of each turn of ``rows`` that is not 1, as the hybrid weighs it for the query
     vector ``q`` (``HybridConfig`` ``h``: the turn's best sentence weight, echoes of the query included; 0 for
-    filler alone). :attr:`sgmem.Hit.relevance` is the dense relevance times it."""
+    filler alone). :attr:`sgmem.Hit.relevance` is the dense relevance times it. ``cos``: the query's cosine
+    to every sentence, when an exact scan gave them (else the rows needed are scored)."""
     rows = list(rows)
     if not rows or not idx.n_sentences:
         return {}
@@ -907,8 +939,8 @@ def act_weights(idx: ScopeIndex, rows: Iterable[int], h: Any, q: np.ndarray) -> 
         w = table[a]
         asks = np.flatnonzero(a == QUESTION)
         if asks.size:  # echoes of the query (see _Acts)
-            cos = score_rows(idx, q, lo + asks)
-            w[asks[cos >= h.echo_cosine]] = h.echo_weight
+            asked = cos[lo + asks] if cos is not None else score_rows(idx, q, lo + asks)
+            w[asks[asked >= h.echo_cosine]] = h.echo_weight
         best = float(w.max()) * (h.tool_weight if tool[r] else 1.0)
         if best != 1.0:
             out[r] = best
@@ -931,7 +963,9 @@ def questions_answered(idx: ScopeIndex, rows: Iterable[int]) -> dict[int, int]:
     return out
 
 
-def exchange_relevance(idx: ScopeIndex, q: np.ndarray, rows: Iterable[int]) -> dict[int, float]:
+def exchange_relevance(
+    idx: ScopeIndex, q: np.ndarray, rows: Iterable[int], cos: np.ndarray | None = None
+) -> dict[int, float]:
     """[D] The relevance of each turn of ``rows`` that replies to a question, read as that exchange.
 
     A reply's meaning is often the exchange's ("And what's the dog's name?" —
@@ -939,7 +973,8 @@ def exchange_relevance(idx: ScopeIndex, q: np.ndarray, rows: Iterable[int]) -> d
     and its own together (best sentence and whole exchange, as
     :func:`.dense.turn_relevance` measures a turn), and the larger value is
     kept. A reply is the next turn of the thread by another speaker after a
-    turn with a question (:mod:`sgmem.text.acts`).
+    turn with a question (:mod:`sgmem.text.acts`). ``cos``: the query's cosine to every sentence, when an
+    exact scan gave them (else the exchanges' sentences are scored).
     """
     out: dict[int, float] = {}
     rows = list(rows)
@@ -957,10 +992,10 @@ def exchange_relevance(idx: ScopeIndex, q: np.ndarray, rows: Iterable[int]) -> d
         if hi <= lo or not (acts[plo:phi] == QUESTION).any():
             continue
         sel = np.r_[plo:phi, lo:hi]
-        cos = score_rows(idx, q, sel).astype(np.float64)
+        c = (cos[sel] if cos is not None else score_rows(idx, q, sel)).astype(np.float64)
         norm = float(np.linalg.norm(vecs[sel].sum(axis=0, dtype=np.float64)))
-        whole = float(cos.sum() / norm) if norm > 0 else 0.0
-        out[r] = float(_relevance(np.array([cos.max()]), np.array([whole]))[0])
+        whole = float(c.sum() / norm) if norm > 0 else 0.0
+        out[r] = float(_relevance(np.array([c.max()]), np.array([whole]))[0])
     return out
 
 

@@ -90,16 +90,25 @@ def as_written(text: str, terms: list[str]) -> list[str]:
     wanted = set(terms)
     out: dict[str, None] = {}
     found: set[str] = set()
+    for word, stem in _written_stems(text):
+        if stem in wanted:
+            out.setdefault(word, None)
+            found.add(stem)
+    return list(out) + [t for t in terms if t not in found]
+
+
+@lru_cache(maxsize=64)
+def _written_stems(text: str) -> tuple[tuple[str, str], ...]:
+    """Each content word of ``text`` as written (a possessive cut off) and its stem, in order: one query's
+    hits each show their matched words, and the query is stemmed once for all of them."""
+    words, bare_words = [], []
     for word in _WORD.findall(text):
         low = word.lower().replace("’", "'")
         bare = low[:-2] if low.endswith("'s") else low
-        if not bare or bare in STOPWORDS:
-            continue
-        stem = stem_terms([bare])[0]
-        if stem in wanted:
-            out.setdefault(word[: len(bare)], None)
-            found.add(stem)
-    return list(out) + [t for t in terms if t not in found]
+        if bare and bare not in STOPWORDS:
+            words.append(word[: len(bare)])
+            bare_words.append(bare)
+    return tuple(zip(words, stem_terms(bare_words), strict=True))
 
 
 def analyze(text: str) -> list[str]:

@@ -260,3 +260,89 @@ def test_turn_means_are_the_turn_level_chunk_scores(memory) -> None:  # type: ig
         turns, means = turn_means(idx, sim, exp)
         want = {int(key): score for key, score, _ in rank_chunks(idx, sim, exp, "turn", "mean", 0.0)}
         assert len(want) > 5 and dict(zip(turns.tolist(), means.tolist(), strict=True)) == want
+
+
+def _chat_with_acts() -> sgmem.Memory:
+    """A chat of questions, answers, non-answers and filler by a user and an assistant (every act weighs)."""
+    mem = sgmem.Memory(embedder=HashEmbedder(dim=16), config=sgmem.Config(min_relevance=0.0))
+    rng = np.random.default_rng(7)
+    things = ["violin", "garden", "passport", "kayak", "recipe", "ticket", "camera", "novel"]
+    kinds = [
+        lambda a, b: f"Where did you put the {a}?",
+        lambda a, b: f"I put the {a} next to the {b}. It was raining.",
+        lambda a, b: "I don't know.",
+        lambda a, b: "Thanks!",
+        lambda a, b: f"Did you bring the {a}? I forgot the {b}.",
+        lambda a, b: f"The {a} is in the car.",
+    ]
+    for t in range(6):
+        msgs = []
+        for i in range(30):
+            a, b = rng.choice(things, 2, replace=False)
+            msgs.append({"role": ("user", "assistant")[i % 2], "content": kinds[int(rng.integers(len(kinds)))](a, b)})
+        mem.add(msgs, scope="a", thread=f"t{t}")
+    return mem
+
+
+@pytest.fixture(scope="module")
+def acts_chat():  # type: ignore[no-untyped-def]
+    mem = _chat_with_acts()
+    yield mem
+    mem.close()
+
+
+def test_the_scan_weighed_by_the_acts_equals_weighing_its_cosines_after(acts_chat) -> None:  # type: ignore[no-untyped-def]
+    mem = acts_chat
+    idx = mem._index(mem._store.require_scope("a"))
+    h = mem.config.hybrid
+    table = search_mod._ActTable.of(idx, h)
+    assert table.active and table.q_rows.size and table.w_runs.size
+    # a stored question asked again (its own vector: an echo, weighed again after the scan) and two others
+    asked = idx.sentence_vectors()[int(table.q_rows[0])].copy()
+    queries = [asked, *mem.embedder.embed(["kayak garden", "Did you bring the camera? I forgot the novel."])]
+    echoed = 0
+    for q in queries:
+        for threads in (1, 3):
+            raw_cos, raw_seg = dense.ScanJob(idx, q, threads).result()
+            job = dense.ScanJob(idx, q, threads, weights=table.sent_w)
+            cos, seg = job.result()
+            np.testing.assert_array_equal(cos, raw_cos)
+            acts = search_mod._Acts(idx, h, cos)
+            echoed += acts.echo.size
+            want = acts.weighted(dense.TurnDense(idx, raw_cos, raw_seg))
+            got = acts.weighted_scan(cos, job.weighted, seg)
+            np.testing.assert_array_equal(got.cos, want.cos)
+            np.testing.assert_array_equal(got.seg_max, want.seg_max)
+            np.testing.assert_array_equal(got.seg_sum, want.seg_sum)
+            # the hits' raw relevance without the whole scan's reductions: the same values
+            turns = list(range(idx.n_turns))
+            assert dense.TurnDense(idx, cos).relevance(turns) == dense.TurnDense(idx, cos, raw_seg).relevance(turns)
+            # each turn's best sentence, gathered at once, is the one found turn by turn
+            picked = [*turns[::-1], *turns[:7]]
+            assert got.best_rows(picked) == [got.best_row(t) for t in picked]
+    assert echoed  # a query asked before: its echoes were weighed again after the scan
+
+
+def test_hits_read_their_exchange_and_echo_cosines_from_the_scan(acts_chat) -> None:  # type: ignore[no-untyped-def]
+    mem = acts_chat
+    idx = mem._index(mem._store.require_scope("a"))
+    h = mem.config.hybrid
+    turns = list(range(idx.n_turns))
+    asked = idx.sentence_vectors()[int(search_mod._ActTable.of(idx, h).q_rows[0])].copy()
+    for q in [asked, *mem.embedder.embed(["kayak garden", "Where did you put the ticket?"])]:
+        cos = idx.sentence_cosines(q)
+        exchanges = search_mod.exchange_relevance(idx, q, turns)
+        weights = search_mod.act_weights(idx, turns, h, q)
+        assert exchanges and weights
+        assert search_mod.exchange_relevance(idx, q, turns, cos) == exchanges
+        assert search_mod.act_weights(idx, turns, h, q, cos) == weights
+    # the hybrid hands its scan's cosines to the facade, which then scores no sentence again
+    hits = mem.search("Where did you put the camera?", scope="a", k=10, mode="hybrid")
+    ranked, _, _ = mem._ranked("Where did you put the camera?", "a", 10, "hybrid", None, None, None)
+    assert all(rk.cosines is not None for rk in ranked)
+    original = search_mod.score_rows
+    try:
+        search_mod.score_rows = lambda *a: (_ for _ in ()).throw(AssertionError("scored again"))
+        assert mem.search("Where did you put the camera?", scope="a", k=10, mode="hybrid") == hits
+    finally:
+        search_mod.score_rows = original
