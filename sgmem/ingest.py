@@ -113,13 +113,18 @@ def turn_vectors(prep: Prepared, dim: int) -> None:
 
 
 def embed_texts(
-    embedder: Embedder, texts: list[str], known: dict[str, np.ndarray], batch_size: int
+    embedder: Embedder,
+    texts: list[str],
+    known: dict[str, np.ndarray],
+    batch_size: int,
+    keys: list[str] | None = None,
 ) -> tuple[list[np.ndarray], int]:
     """Vectors for ``texts``, embedding each distinct unknown text once.
 
+    ``keys``: the texts' :func:`text_hash` when already computed (:func:`prepare` keeps them).
     Returns the vectors in order and how many texts were sent to the embedder.
     """
-    keys = [text_hash(t) for t in texts]
+    keys = [text_hash(t) for t in texts] if keys is None else keys
     todo: dict[str, str] = {}
     for k, t in zip(keys, texts, strict=False):
         if k not in known and k not in todo:

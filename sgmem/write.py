@@ -186,7 +186,9 @@ def plan_prepared(
         sid_known = mem._store.scope_id(p.scope)
         known = mem._store.vectors_by_hash(sid_known, missing) if sid_known and missing else {}
     known.update((s.embed_hash, vectors[s.embed_hash]) for s in prep.sentences if s.embed_hash in vectors)
-    vecs, n_embedded = embed_texts(mem.embedder, prep.sentence_texts, known, mem.config.embed_batch_size)
+    vecs, n_embedded = embed_texts(
+        mem.embedder, prep.sentence_texts, known, mem.config.embed_batch_size, [s.embed_hash for s in prep.sentences]
+    )
     p.n_embedded = n_embedded + embedded
     for sent, vec in zip(prep.sentences, vecs, strict=False):
         sent.vec = vec
@@ -641,12 +643,21 @@ def extend_index(
 
 def _follow_lists(idx: ScopeIndex, edges: list[tuple[int, int, float]], evicted: Any) -> None:
     """The cached kNN lists and adjacency follow an add's new and evicted similarity edges (ids → rows)."""
-    row = idx.sent_row
-    new = [(ra, rb, w) for a, b, w in edges if (ra := row(a)) is not None and (rb := row(b)) is not None]
-    gone = [(ra, rb) for a, b in evicted if (ra := row(a)) is not None and (rb := row(b)) is not None]
+    new = [
+        (ra, rb, w) for (ra, rb), (_, _, w) in zip(_pair_rows(idx, edges), edges, strict=True) if ra >= 0 and rb >= 0
+    ]
+    gone = [(ra, rb) for ra, rb in _pair_rows(idx, evicted) if ra >= 0 and rb >= 0]
     if gone:
         idx.adjacency.remove(gone)
     idx.knn.apply(new, gone)
+
+
+def _pair_rows(idx: ScopeIndex, pairs: Any) -> list[tuple[int, int]]:
+    """The rows ``(row(a), row(b))`` of each pair's first two sentence ids (-1 where absent), in one lookup."""
+    if not len(pairs):
+        return []
+    rows = idx.sent_rows([x for p in pairs for x in p[:2]]).reshape(-1, 2)
+    return [(a, b) for a, b in rows.tolist()]
 
 
 def delete_step(

@@ -688,6 +688,11 @@ class ScopeIndex:
         self.dirty = True  # the new links are worth saving with the caches (Memory.close)
         self._changed()
 
+    def sent_rows(self, sentence_ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """:meth:`sent_row` of many ids in one vectorised lookup (-1 where absent)."""
+        rows_of = _rows_of_sorted if self._sent_ids_sorted else _rows_of
+        return rows_of(self._sent_ids.view(), np.asarray(sentence_ids, dtype=np.int64))
+
     def add_sentence_edge(self, src_id: int, dst_id: int) -> None:
         a, b = self.sent_row(src_id), self.sent_row(dst_id)
         if a is None or b is None or a == b:
