@@ -126,7 +126,7 @@ def render_part(raw: dict[str, Any]) -> str:
     out = [HOW]
     for split, part in raw["splits"].items():
         out += ["", f"### Split `{split}`: {SPLIT_ABOUT[split]}", ""]
-        out += [f"Word rules (the default, `Config.acts=\"rules\"`), {part['n']} held-out sentences:", ""]
+        out += [f'Word rules (the default, `Config.acts="rules"`), {part["n"]} held-out sentences:', ""]
         out += _table(part["rules"])
         for label, scores in part.get("classifier", {}).items():
             said = (
@@ -134,7 +134,7 @@ def render_part(raw: dict[str, Any]) -> str:
                 if label.startswith("user")
                 else "**13 speakers it was never fitted on** (every LoCoMo speaker, Ingrid, Tariq)"
             )
-            out += ["", f"ActClassifier (`Config.acts=\"auto\"`), said by {said}:", ""] + _table(scores)
+            out += ["", f'ActClassifier (`Config.acts="auto"`), said by {said}:', ""] + _table(scores)
     if "fit_s" in raw:
         out += [
             "",
