@@ -60,6 +60,7 @@ __all__ = [
     "ActClassifier",
     "act_of",
     "acts_of",
+    "asks_in_form",
     "evaluate",
     "in_context",
     "labelled_acts",
@@ -156,6 +157,12 @@ def _asks(sentence: str) -> bool:
     return end.endswith(("?", "？", "¿")) or (
         not end.endswith((".", "!")) and _QUESTION_START.match(sentence.lstrip()) is not None
     )
+
+
+def asks_in_form(sentence: str) -> bool:
+    """Whether ``sentence`` has a question's form: ends with "?", or opens like a question without a closing "."
+    or "!" (whatever it carries: "How can I help?" asks, and the turn after it replies)."""
+    return _asks(sentence)
 
 
 def act_of(sentence: str, reply: bool = False) -> int:
