@@ -20,7 +20,7 @@ import numpy as np
 from ..config import Config
 from ..entities import retrieve as entity_retrieval
 from ..pyramid import retrieve as pyramid
-from ..text.acts import FILLER, QUESTION
+from ..text.acts import FILLER, NON_ANSWER, QUESTION, asks_in_form
 from ..text.dates import query_windows
 from ..text.lexical import analyze
 from ..text.questions import asks_for_many
@@ -722,8 +722,11 @@ class _ActTable:
         self.w_rows, self.w_local = _runs_rows(idx, self.w_runs)
         self.w_sub = sent_w[self.w_rows]
         self.sent_w = sent_w
-        # the exchanges a stored question opens: the next turn of its thread, by another speaker
-        q_turns = idx.array("sent_msg")[self.q_rows]
+        # the exchanges a turn that asks opens (a question, or filler or a non-answer in a question's form: "How
+        # can I help?", "I don't know that yet, would you like to tell me?"): the next turn of its thread, by
+        # another speaker; who replies answers, whatever the asking sentence carries itself
+        ask_all = np.flatnonzero(_asking(idx))
+        q_turns = idx.array("sent_msg")[ask_all]
         asked = np.unique(q_turns)
         reply = idx.array("next_row")[asked]
         spk = idx.array("speakers")
@@ -731,7 +734,7 @@ class _ActTable:
         ok[ok] = spk[reply[ok]] != spk[asked[ok]]
         self.ask_turns, self.ask_replies = asked[ok], reply[ok]
         keep = np.isin(q_turns, self.ask_turns)
-        self.ask_rows = self.q_rows[keep]
+        self.ask_rows = ask_all[keep]
         kept_turns = q_turns[keep]
         self.ask_local = np.flatnonzero(np.r_[True, kept_turns[1:] != kept_turns[:-1]]) if kept_turns.size else empty
         for arr in (self.sent_w, self.turn_w):
@@ -903,6 +906,25 @@ def _sentence_acts(idx: ScopeIndex) -> np.ndarray:
     return idx.derived("sentence_acts", lambda: idx.sentence_acts()[:])
 
 
+def _asking(idx: ScopeIndex) -> np.ndarray:
+    """[D] Which sentence rows ask, for the exchange they open (a mask, once per index version): every question,
+    and filler or a non-answer in a question's form ("Hello! How can I help?" carries nothing itself, by
+    meaning, yet the turn after it replies). Whether the next turn is a reply is read from the exchange's form,
+    not from what the asking sentence is worth as evidence."""
+
+    def build() -> np.ndarray:
+        acts = _sentence_acts(idx)
+        out = acts == QUESTION
+        maybe = np.flatnonzero((acts == FILLER) | (acts == NON_ANSWER))
+        if maybe.size:
+            texts = idx.sentence_texts(maybe.tolist())
+            out[maybe[np.array([asks_in_form(t) for t in texts], dtype=bool)]] = True
+        out.flags.writeable = False
+        return out
+
+    return idx.derived("asking", build)  # type: ignore[no-any-return]
+
+
 def _assistant_sentences(idx: ScopeIndex, h: Any) -> np.ndarray | None:
     """The sentence rows the assistant said (a mask, :func:`.speakers.assistant_turns`), or None when there are
     none or they weigh 1."""
@@ -954,11 +976,11 @@ def questions_answered(idx: ScopeIndex, rows: Iterable[int]) -> dict[int, int]:
     rows = list(rows)
     if not rows or not idx.n_sentences:
         return out
-    acts = _sentence_acts(idx)
+    asking = _asking(idx)
     prev, first, spk = idx.array("prev_row"), idx.array("turn_first"), idx.array("speakers")
     for r in rows:
         p = int(prev[r])
-        if p >= 0 and spk[p] != spk[r] and (acts[int(first[p]) : int(first[p + 1])] == QUESTION).any():
+        if p >= 0 and spk[p] != spk[r] and asking[int(first[p]) : int(first[p + 1])].any():
             out[r] = p
     return out
 
@@ -980,7 +1002,7 @@ def exchange_relevance(
     rows = list(rows)
     if not rows or not idx.n_sentences:
         return out
-    acts = _sentence_acts(idx)
+    asking = _asking(idx)
     prev, first = idx.array("prev_row"), idx.array("turn_first")
     spk = idx.array("speakers")
     vecs = idx.sentence_vectors()
@@ -989,7 +1011,7 @@ def exchange_relevance(
         if p < 0 or spk[p] == spk[r]:
             continue
         plo, phi, lo, hi = int(first[p]), int(first[p + 1]), int(first[r]), int(first[r + 1])
-        if hi <= lo or not (acts[plo:phi] == QUESTION).any():
+        if hi <= lo or not asking[plo:phi].any():
             continue
         sel = np.r_[plo:phi, lo:hi]
         c = (cos[sel] if cos is not None else score_rows(idx, q, sel)).astype(np.float64)

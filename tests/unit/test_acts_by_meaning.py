@@ -143,3 +143,13 @@ def test_thanks_for_telling_me_is_never_a_hits_why_sentence(embedder: sgmem.Embe
         (h.text, h.why.get("sentence")) for h in hits
     ]
     assert hits[0].text != "Thanks for telling me."
+
+
+def test_the_fresh_held_out_split_is_never_fitted_on_and_holds_what_it_measures() -> None:
+    from sgmem.text.acts import NON_ANSWER, STATEMENT, labelled_acts
+
+    fresh = labelled_acts("test2")
+    seen = {t.lower() for t, _ in labelled_acts("train")} | {t.lower() for t, _ in labelled_acts("test")}
+    assert not [t for t, _ in fresh if t.lower() in seen]
+    acts = [a for _, a in fresh]
+    assert len(fresh) >= 80 and acts.count(NON_ANSWER) >= 40 and acts.count(STATEMENT) >= 30
