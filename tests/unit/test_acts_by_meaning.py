@@ -52,6 +52,20 @@ def test_the_non_answers_of_this_test_are_in_no_labelled_set() -> None:
 MISSED = "I can't seem to find where you work in anything we've discussed."
 
 
+def _fact_then_non_answers(mem: sgmem.Memory, non_answers: list[str]) -> None:
+    """The fact in one thread, then each non-answer as the assistant's reply in a later thread of its own."""
+    mem.add(
+        [{"role": "user", "content": FACT}, {"role": "assistant", "content": "Got it."}], scope="u", thread="a", at=DAY
+    )
+    for i, text in enumerate(non_answers):
+        mem.add(
+            [{"role": "user", "content": "Let's pick a film for tonight."}, {"role": "assistant", "content": text}],
+            scope="u",
+            thread=f"b{i}",
+            at=LATER,
+        )
+
+
 @pytest.mark.parametrize(
     "non_answer",
     [
@@ -84,19 +98,7 @@ def test_an_unlisted_non_answer_never_outranks_the_fact(embedder: sgmem.Embedder
 
 def test_four_unlisted_non_answers_in_one_chat_stay_under_the_fact(embedder: sgmem.Embedder) -> None:
     with sgmem.Memory(embedder=embedder, config=BY_MEANING) as mem:
-        mem.add(
-            [{"role": "user", "content": FACT}, {"role": "assistant", "content": "Got it."}],
-            scope="u",
-            thread="a",
-            at=DAY,
-        )
-        for i, text in enumerate(t for t in NON_ANSWERS if t != MISSED):
-            mem.add(
-                [{"role": "user", "content": "Let's pick a film for tonight."}, {"role": "assistant", "content": text}],
-                scope="u",
-                thread=f"b{i}",
-                at=LATER,
-            )
+        _fact_then_non_answers(mem, [t for t in NON_ANSWERS if t != MISSED])
         for query in ("Where do I work?", "What is my job?"):
             ranked = [h.text for h in mem.search(query, scope="u", k=5)]  # the default cutoff
             assert FACT in ranked and not set(NON_ANSWERS) & set(ranked[: ranked.index(FACT)]), (query, ranked)
@@ -164,19 +166,7 @@ def test_with_the_shipped_defaults_all_five_unlisted_non_answers_stay_under_the_
     """What a user gets without any setting: the word rules know none of these wordings, so what keeps the
     assistant's non-answers under the user's own statement is the role (``HybridConfig.assistant_weight``)."""
     with sgmem.Memory(embedder=embedder) as mem:
-        mem.add(
-            [{"role": "user", "content": FACT}, {"role": "assistant", "content": "Got it."}],
-            scope="u",
-            thread="a",
-            at=DAY,
-        )
-        for i, text in enumerate(NON_ANSWERS):
-            mem.add(
-                [{"role": "user", "content": "Let's pick a film for tonight."}, {"role": "assistant", "content": text}],
-                scope="u",
-                thread=f"b{i}",
-                at=LATER,
-            )
+        _fact_then_non_answers(mem, NON_ANSWERS)
         for query in ("Where do I work?", "What is my job?"):
             ranked = [h.text for h in mem.search(query, scope="u", k=5)]  # the default cutoff
             assert ranked and ranked[0] == FACT, (query, ranked)
