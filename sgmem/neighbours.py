@@ -129,3 +129,25 @@ class NeighbourMethods:
                     )
                 )
         return links
+
+    def _sentence_acts(self: Any, *, scope: str, thread: str) -> dict[str, dict[int, int]]:
+        """The dialogue act ranking weighs each stored sentence of a thread by (:mod:`sgmem.text.acts`: as
+        stored at ingest, resolved in its exchange), by message id and the sentence's position among the
+        message's :func:`sgmem.text.segment.sentence_spans`; for inspectors (``sgmem ui``'s thread page)."""
+        self._check_open()
+        with self._lock:
+            scope_id = self._store.scope_id(scope)
+            rows = sorted(self._store.message_rows(scope_id, thread, None)) if scope_id is not None else []
+            details = self._store.message_details(rows) if rows else {}
+        if not details:
+            return {}
+        with self._lock, single_thread_blas():
+            idx = self._index(scope_id)
+            acts = idx.sentence_acts()
+            span = idx.array("sent_idx")
+            out: dict[str, dict[int, int]] = {}
+            for row, d in details.items():
+                turn = idx.msg_row(row)
+                if turn is not None:
+                    out[d["ext_id"]] = {int(span[s]): int(acts[s]) for s in idx.turn_sentences(turn)}
+        return out

@@ -65,18 +65,22 @@ class _Refused(Exception):
         self.message = message
 
 
-def _sentences(content: str) -> list[tuple[str, str | None]]:
+def _sentences(content: str, acts: dict[int, int] | None = None) -> list[tuple[str, str | None]]:
     """``content`` as pieces ``(text, act)``: each sentence with its dialogue act, the gaps between with ``None``.
 
-    The sentences are the ones the index stores (:func:`sgmem.text.segment.sentence_spans`) and the
-    act the one ranking weighs them by (:func:`sgmem.text.acts.act_of`); the pieces join back to ``content``.
+    The sentences are the ones the index stores (:func:`sgmem.text.segment.sentence_spans`) and ``acts`` the
+    acts ranking weighs them by, by position (as stored and resolved in the exchange); a sentence the index
+    does not hold (a punctuation-only fragment) gets the word rules' act (:func:`sgmem.text.acts.act_of`).
+    The pieces join back to ``content``.
     """
+    acts = acts or {}
     out: list[tuple[str, str | None]] = []
     at = 0
-    for start, end in sentence_spans(content):
+    for j, (start, end) in enumerate(sentence_spans(content)):
         if start > at:
             out.append((content[at:start], None))
-        out.append((content[start:end], ACT_NAMES[act_of(content[start:end])]))
+        act = acts.get(j)
+        out.append((content[start:end], ACT_NAMES[act if act is not None else act_of(content[start:end])]))
         at = end
     if at < len(content):
         out.append((content[at:], None))
@@ -179,7 +183,8 @@ def create_app(
         s = scope_arg(request)
         thread = request.query_params.get("t") or ""
         msgs = memory.messages(scope=s, thread=thread) if thread else []
-        rows = [{"m": m, "pieces": _sentences(m.content)} for m in msgs]
+        acts = memory._sentence_acts(scope=s, thread=thread) if msgs else {}
+        rows = [{"m": m, "pieces": _sentences(m.content, acts.get(m.id or ""))} for m in msgs]
         return page(request, "thread.html", scope=s, thread=thread, rows=rows, focus=request.query_params.get("m"))
 
     def search_args(request: Request) -> dict[str, Any]:

@@ -242,3 +242,24 @@ def test_graph_page_draws_a_hits_links_and_lists_them(client: TestClient, mem: s
 def test_graph_page_refuses_another_scopes_message(client: TestClient) -> None:
     r = client.get("/graph", params={"s": "alice", "m": "b-1"})
     assert r.status_code == 400 and "b-1" in r.text and "<svg" not in r.text
+
+
+def test_thread_page_shows_the_acts_ranking_weighs_in_the_exchange_not_the_word_rules_alone(
+    embedder: sgmem.Embedder,
+) -> None:
+    # "12." alone carries nothing (the word rules: filler); as the reply to "How old is your son?" it is the
+    # answer, and ranking weighs it as a statement: the page shows what ranking uses
+    with sgmem.Memory(embedder=embedder) as memory:
+        memory.add(
+            [
+                {"role": "assistant", "content": "How old is your son?", "id": "q"},
+                {"role": "user", "content": "12.", "id": "a"},
+                {"role": "assistant", "content": "Nice. 12.", "id": "b"},
+            ],
+            scope="s",
+            thread="t",
+        )
+        client = TestClient(create_app(memory, hosts=HOSTS), base_url=BASE)
+        html = client.get("/thread", params={"s": "s", "t": "t"}).text
+    assert 'title="statement">12.</span>' in html  # the reply
+    assert 'title="filler">Nice.</span> <span class="act act-filler" title="filler">12.</span>' in html  # no reply
