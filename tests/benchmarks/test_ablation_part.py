@@ -159,3 +159,27 @@ def test_a_setting_that_changes_nothing_keeps_the_shipped_point() -> None:
     cv = settings_cv(raw)
     assert cv["joint"]["choices"] == [ALL_ON] * 3 and cv["questions"]["choices"] == [ALL_ON] * 3
     assert cv["joint"]["held_out"]["LongMemEval user"] == pytest.approx(40.0)
+
+
+def test_held_out_figures_face_the_strongest_baseline_per_measure_and_per_type() -> None:
+    # dense alone beats the fusion here: the ratio is taken against it, not against RRF
+    raw = _settings_raw(3)
+    types = {"q0": "a", "q1": "a", "q2": "a", "q3": "b", "q4": "b", "q5": "b"}
+    raw["longmemeval"]["types"] = types
+    for data in raw["longmemeval"]["protocols"].values():
+        data["values"]["BM25 turns"] = {q: [0.1, 0.2, 1.0] for q in types}
+        data["values"]["dense sentences"] = {
+            q: [0.9, 0.95, 1.0] if t == "a" else [0.1, 0.2, 0.0] for q, t in types.items()
+        }
+    cv = settings_cv(raw)["questions"]
+    assert cv["by_type"]["all"]["dense sentences"]["a"] == pytest.approx([90.0, 95.0, 100.0])
+    assert cv["by_type"]["all"]["sgmem"]["b"] == pytest.approx([60.0, 90.0, 100.0])
+    assert cv["counts"]["user"] == {"a": 3, "b": 3}
+    text = "\n".join(ablation.settings_lines(raw))
+    # turn recall@5: dense 50.0 > RRF 30.0; sgmem 60.0 → 1.2×; 1.10× of 50 needs 55
+    assert "| all | turn recall@5 | 60.0 | dense sentences 50.0 | 1.200× | 1.05× needs 52.5, 1.10× needs 55.0 |" in text
+    # turn recall@10: dense 57.5 < RRF 60.0
+    assert "| user | turn recall@10 | 90.0 | RRF(BM25, dense) 60.0 | 1.500× |" in text
+    # a target past 100 cannot be met on these questions
+    assert "1.05× needs 105.0 (past 100)" in text
+    assert "| a | 3 | 60.0 / 90.0 | 90.0 / 95.0 | 100.0 / 100.0 |" in text
