@@ -104,6 +104,15 @@ def test_four_unlisted_non_answers_in_one_chat_stay_under_the_fact(embedder: sgm
             assert FACT in ranked and not set(NON_ANSWERS) & set(ranked[: ranked.index(FACT)]), (query, ranked)
 
 
+def test_a_non_answers_words_lift_its_round_mate_no_more_than_itself(embedder: sgmem.Embedder) -> None:
+    """The user's "Let's pick a film for tonight." holds no word of the query; the non-answer replying to it holds
+    "job", which says only what the assistant does not know (a non-answer's weight, not a statement's)."""
+    with sgmem.Memory(embedder=embedder, config=BY_MEANING) as mem:
+        _fact_then_non_answers(mem, [t for t in NON_ANSWERS if t != MISSED])
+        hits = mem.search("What is my job?", scope="u", k=10, min_score=0)
+    assert hits[0].text == FACT, [(h.text, h.why["channels"]["lexical"]) for h in hits]
+
+
 def test_a_near_repeat_of_an_old_question_ranks_under_the_fact(embedder: sgmem.Embedder) -> None:
     with sgmem.Memory(embedder=embedder, config=BY_MEANING) as mem:
         mem.add(
