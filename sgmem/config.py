@@ -357,7 +357,11 @@ class HybridConfig:
         length_prior: bonus ``length_prior · log(1 + tokens) / log(1 + 64)`` for
             turns with content over one-line acknowledgements.
         neighbour_weight: weight of a query word found only in the previous or
-            next turn of the thread (SGRM chronological chaining).
+            next turn of the thread (SGRM chronological chaining), times the
+            act and role weight of the turn that holds it, a question counting
+            as a statement (its words are its reply's topic): a greeting's
+            words lift no neighbour, a non-answer's or the assistant's only by
+            ``non_answer_weight`` or ``assistant_weight``.
         neighbour_dense: adds this share of the best neighbour turn's sentence
             score (an answer often only makes sense after the question before it).
         propagation: adds this share of the best neighbour's fused score.

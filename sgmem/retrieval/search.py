@@ -184,7 +184,11 @@ class Retriever:
 
     @staticmethod
     def lexical_scores(
-        idx: ScopeIndex, terms: list[str], neighbour_weight: float, speaker_match: float = 0.0
+        idx: ScopeIndex,
+        terms: list[str],
+        neighbour_weight: float,
+        speaker_match: float = 0.0,
+        context: np.ndarray | None = None,
     ) -> tuple[np.ndarray, float]:
         """The lexical channel: each matched query term counts once, IDF-weighted.
 
@@ -195,6 +199,15 @@ class Retriever:
         term naming a speaker of the scope matches the turns that speaker said
         and no other (:mod:`sgmem.retrieval.speakers`), weighted
         ``speaker_match`` × its IDF over those turns.
+
+        ``context``: what each turn's words count for in its neighbours (its
+        dialogue-act and role weight, a question counting as a statement:
+        :class:`_ActTable` ``context_w``), or None for 1 everywhere. A word
+        found only in a neighbour then counts ``neighbour_weight`` × that
+        neighbour's weight (the larger of the two neighbours holding it): the
+        words of "I don't remember." or of a greeting say nothing about the
+        turns around them, so they lift them as little as their own turn,
+        while a question's words are the topic of its reply.
         """
         n = idx.n_turns
         out = np.zeros(n)
@@ -221,11 +234,20 @@ class Retriever:
             out[rows] += w * 1.0  # (a repeated index adds once, as a mask would)
             if neighbour_weight:
                 near = np.concatenate([prev[rows], nxt[rows]])
-                near = near[near >= 0]
+                keep = near >= 0
                 pos = np.minimum(np.searchsorted(rows, near), len(rows) - 1)
-                near = near[rows[pos] != near]
-                if near.size:
-                    out[near] += w * neighbour_weight
+                keep &= rows[pos] != near
+                if not keep.any():
+                    continue
+                if context is None:
+                    out[near[keep]] += w * neighbour_weight
+                    continue
+                # each turn holding the term lifts its neighbours by its own weight; a turn with two such
+                # neighbours takes the larger
+                near, at = np.unique(near[keep], return_inverse=True)
+                lift = np.zeros(near.size)
+                np.maximum.at(lift, at, np.tile(context[rows], 2)[keep])
+                out[near] += w * neighbour_weight * lift
         return (out / total if total > 0 else out), total
 
     # ----------------------------------------------------------------- modes
@@ -323,7 +345,9 @@ class Retriever:
         s_sem, best_row = self.per_turn_sentence_scores(idx, cos, 0.0)
         s_sem = np.where(np.isfinite(s_sem), s_sem, 0.0)
         terms = analyze(query)
-        s_lex, _ = self.lexical_scores(idx, terms, self.config.hybrid.neighbour_weight)
+        s_lex, _ = self.lexical_scores(
+            idx, terms, self.config.hybrid.neighbour_weight, context=_context(idx, self.config.hybrid)
+        )
         s_graph = np.zeros(idx.n_turns)
         why_of: dict[int, dict[str, Any]] = {}
         cand = np.zeros(idx.n_turns, dtype=bool)
@@ -506,7 +530,7 @@ class Retriever:
         llm_pyr = self.config.pyramid.llm_in_hybrid
         try:
             terms = analyze(query)
-            s_lex, _ = self.lexical_scores(idx, terms, h.neighbour_weight, h.speaker_match)
+            s_lex, _ = self.lexical_scores(idx, terms, h.neighbour_weight, h.speaker_match, _context(idx, h))
             pyr_prep = (
                 pyramid.prepare(idx, self.config.pyramid, query, q, allowed, tools, texts, llm_pyr)
                 if use_pyramid
@@ -658,7 +682,8 @@ class _ActTable:
     question, non-answer, times ``tool_weight`` in a tool's output and ``assistant_weight`` in the
     assistant's text);
     ``turn_w``: each turn's best weight of a sentence that is not filler (0:
-    filler alone, or no sentence). ``w_runs``: the runs of sentences
+    filler alone, or no sentence); ``context_w``: the same with a question counting as a statement, what the
+    turn's words count for in its neighbours' lexical score. ``w_runs``: the runs of sentences
     (``sent_starts``) holding a sentence whose weight is not 1 or may become
     another (a question: an echo of the query), ``w_rows``/``w_local`` their
     rows and where each run starts among them: every other run's weighted
@@ -671,7 +696,7 @@ class _ActTable:
     __slots__ = (
         "acts", "active", "any_act", "any_tool", "has_filler", "tool_turn", "sent_w", "turn_w",
         "w_runs", "w_rows", "w_local", "w_sub", "q_rows", "q_tool", "q_said", "ask_turns", "ask_replies",
-        "ask_rows", "ask_local",
+        "ask_rows", "ask_local", "context_w",
     )  # fmt: skip
 
     @staticmethod
@@ -695,7 +720,7 @@ class _ActTable:
         self.active = bool(n and (self.any_act or tool is not None or said is not None))
         empty = np.zeros(0, dtype=np.intp)
         self.sent_w = np.ones(0, dtype=np.float32)
-        self.turn_w = np.ones(0, dtype=np.float64)
+        self.turn_w = self.context_w = np.ones(0, dtype=np.float64)
         self.w_runs = self.w_rows = self.w_local = self.q_rows = empty
         self.w_sub = np.ones(0, dtype=np.float32)
         self.q_tool = self.q_said = np.zeros(0, dtype=bool)
@@ -706,13 +731,21 @@ class _ActTable:
         # out of a whole-turn cosine would skew it); a turn of filler alone gets turn weight 0
         table = np.array([1.0, h.question_weight, h.non_answer_weight, 1.0], dtype=np.float32)
         sent_w = table[acts]
+        # what a sentence's words tell its neighbours (Retriever.lexical_scores): a question's are its reply's
+        # topic, so it counts as a statement there; a non-answer's, the tool's and the assistant's weigh as here
+        ctx_w = np.array([1.0, 1.0, h.non_answer_weight, 1.0], dtype=np.float32)[acts]
         if tool is not None:  # a tool's output weighs under what was said (HybridConfig.tool_weight)
             sent_w[tool] *= np.float32(h.tool_weight)
+            ctx_w[tool] *= np.float32(h.tool_weight)
         if said is not None:  # the assistant's text weighs under the user's (HybridConfig.assistant_weight)
             sent_w[said] *= np.float32(h.assistant_weight)
+            ctx_w[said] *= np.float32(h.assistant_weight)
         starts, run_turns = idx.array("sent_starts"), idx.array("sent_turns")
+        filler = acts == FILLER
         self.turn_w = np.zeros(idx.n_turns, dtype=np.float64)
-        self.turn_w[run_turns] = np.maximum.reduceat(np.where(acts == FILLER, np.float32(0.0), sent_w), starts)
+        self.turn_w[run_turns] = np.maximum.reduceat(np.where(filler, np.float32(0.0), sent_w), starts)
+        self.context_w = np.zeros(idx.n_turns, dtype=np.float64)
+        self.context_w[run_turns] = np.maximum.reduceat(np.where(filler, np.float32(0.0), ctx_w), starts)
         is_q = acts == QUESTION
         self.q_rows = np.flatnonzero(is_q)
         self.q_tool = tool[self.q_rows] if tool is not None else np.zeros(self.q_rows.size, dtype=bool)
@@ -737,7 +770,7 @@ class _ActTable:
         self.ask_rows = ask_all[keep]
         kept_turns = q_turns[keep]
         self.ask_local = np.flatnonzero(np.r_[True, kept_turns[1:] != kept_turns[:-1]]) if kept_turns.size else empty
-        for arr in (self.sent_w, self.turn_w):
+        for arr in (self.sent_w, self.turn_w, self.context_w):
             arr.flags.writeable = False
 
     @property
@@ -899,6 +932,16 @@ def _by_act(idx: ScopeIndex, ranked: list[Ranked], h: Any, q: np.ndarray) -> lis
         return (True, rk.score * weight if rk.score >= 0 else rk.score / weight)
 
     return sorted(ranked, key=key, reverse=True)
+
+
+def _context(idx: ScopeIndex, h: Any) -> np.ndarray | None:
+    """What each turn's words count for in its neighbours' lexical score (:meth:`Retriever.lexical_scores`): its
+    act and role weight, a question counting as a statement (:class:`_ActTable` ``context_w``, 0 for filler
+    alone), or None when every turn weighs 1."""
+    if not idx.n_sentences:
+        return None
+    t = _ActTable.of(idx, h)
+    return t.context_w if t.active else None
 
 
 def _sentence_acts(idx: ScopeIndex) -> np.ndarray:

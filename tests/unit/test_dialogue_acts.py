@@ -126,6 +126,27 @@ def test_a_greeting_in_a_turn_with_content_is_not_its_best_sentence(embedder: sg
             assert hit.why["sentence"] == "I moved to Leeds last week."
 
 
+def test_a_greetings_words_lift_no_turn_beside_it(embedder: sgmem.Embedder) -> None:
+    """A word of the query found only in the turn before or after counts for a turn (an answer needs its
+    question); a greeting holding it says nothing, so the turn after "Good morning!" gains nothing from it."""
+    fact = "I ran ten kilometres along the river before breakfast today."
+    with sgmem.Memory(embedder=embedder) as mem:
+        mem.add([{"role": "user", "content": fact}], scope="u", thread="a", at=DAY1)
+        mem.add(
+            [
+                {"role": "assistant", "content": "Good morning!"},
+                {"role": "user", "content": "Let's plan this week's dinners."},
+            ],
+            scope="u",
+            thread="b",
+            at=DAY2,
+        )
+        hits = mem.search("What did I do this morning?", scope="u", k=5, min_score=0)
+    assert hits[0].text == fact, [h.text for h in hits]
+    (plan,) = [h for h in hits if h.text == "Let's plan this week's dinners."]
+    assert plan.why["channels"]["lexical"] == 0.0, plan.why
+
+
 def test_filler_is_still_stored_and_replayed_verbatim(chat: sgmem.Memory) -> None:
     assert [m.content for m in chat.messages(scope="u", thread="t1")] == [m["content"] for m in FACTS]
 
