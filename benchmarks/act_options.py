@@ -22,8 +22,9 @@ non-answer (the rule :data:`sgmem.text.acts.SURE` was chosen by); if none does, 
 (``"assistant: …"``, as ingest embeds it): non-answer recall and precision, and facts lost (statements marked
 filler or non-answer).
 
-Cost: about 15–25 min on one CPU thread (the fine-tuning runs once per CV fold and once on all of ``train``;
-``--ft-folds`` and ``--skip`` shorten it). No dependency beyond sentence-transformers and scikit-learn; the
+Cost: 8.5 min on one CPU thread of a busy 2-core machine (the MLP's cross-validation and fit 2.6 min, the
+fine-tuning's 5 folds and final fit 5 min, of which the final fine-tune and head 1 min); ``--ft-folds`` and
+``--skip`` shorten it. No dependency beyond sentence-transformers and scikit-learn; the
 fine-tuning loop is a plain PyTorch loop around the sentence-transformers loss (the library's trainer needs the
 ``datasets`` package, which sgmem does not install).
 """
