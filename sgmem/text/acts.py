@@ -184,6 +184,9 @@ def act_of(sentence: str, reply: bool = False) -> int:
 def _rule_act(sentence: str) -> int:
     words = _words(sentence)
     content = _content(words)
+    # a non-answer first: "I'm not sure." or "No idea." has no content word either, yet answers nothing in a reply
+    if _NON_ANSWER.search(_squeeze(sentence)) and all(w in _NON_ANSWER_WORDS for w in content):
+        return NON_ANSWER
     if not content:  # nothing but greetings, thanks, assent, function words, emoji or punctuation
         # a number, a yes or no, or function words ("12.", "In 2019.", "Yes, I am.", "She is.") answer a question
         # in a reply (:func:`in_context`); greetings, thanks and praise alone never do
@@ -193,8 +196,6 @@ def _rule_act(sentence: str) -> int:
     joined = " ".join(words)
     if len(content) <= 2 and _ACK.match(joined) and _ACK.sub("", joined).strip() == "":
         return FILLER
-    if _NON_ANSWER.search(_squeeze(sentence)) and all(w in _NON_ANSWER_WORDS for w in content):
-        return NON_ANSWER
     return QUESTION if _asks(sentence) else STATEMENT
 
 
@@ -301,7 +302,7 @@ HELD_OUT_SPEAKERS = (
 #: the fitted weights shipped for the default embedder (``python -m sgmem.text.acts fit`` writes them)
 MODEL_FILE = "data/act_model.json"
 #: the version of the word rules' acts, recorded with the acts a store keeps (bump when the rules change)
-RULES_VERSION = 1
+RULES_VERSION = 2
 _FITS: dict[tuple[str, int], _Fit] = {}
 _FITS_LOCK = threading.Lock()
 
@@ -317,6 +318,16 @@ def recipe() -> str:
     and the cues (a shipped fit is used only while it matches)."""
     doc = {"train": labelled_acts("train"), "speakers": TRAIN_SPEAKERS, "l2": L2, "cues": _CUES_VERSION}
     return hashlib.sha256(json.dumps(doc, ensure_ascii=False, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+
+#: the version of :func:`_decide`'s rule, recorded with the acts a store keeps (bump when the rule changes)
+DECIDE_VERSION = 1
+
+
+def decision() -> str:
+    """How the classifier's probabilities become acts: :data:`SURE` and :data:`DECIDE_VERSION`, part of
+    :attr:`ActClassifier.identity`, so a store whose acts another threshold or rule decided reads them again."""
+    return f"sure={SURE!r}:rule={DECIDE_VERSION}"
 
 
 def fit_classifier(embedder: Any) -> _Fit:
@@ -383,7 +394,7 @@ class ActClassifier:
     @property
     def identity(self) -> str:
         """What produced the acts (kept with the acts a store holds: others are classified anew)."""
-        return f"model:{recipe()}:{self._key[0]}:{self._key[1]}"
+        return f"model:{recipe()}:{decision()}:{self._key[0]}:{self._key[1]}"
 
     def _model(self) -> _Fit:
         fit = _FITS.get(self._key)
@@ -412,7 +423,7 @@ class ActClassifier:
 
     def classify(self, texts: Sequence[str], vecs: np.ndarray) -> np.ndarray:
         """The act of each sentence out of context (int8; :data:`FRAGMENT` included, see :func:`in_context`)."""
-        return _decide(self.probabilities(texts, vecs), texts)
+        return _decide(self.probabilities(texts, vecs), texts, SURE)
 
 
 def _decide(p: np.ndarray, texts: Sequence[str], sure: float = SURE) -> np.ndarray:

@@ -124,6 +124,25 @@ def test_a_store_read_by_another_classifier_is_read_again_once(
     assert classified == []
 
 
+def test_a_changed_decision_threshold_reads_the_stored_acts_again(
+    embedder: sgmem.Embedder, tmp_path: Path, classified: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The acts a store keeps carry how the classifier's probabilities became acts (``SURE``, the rule's version):
+    a release that moves the threshold reclassifies, rather than ranking by acts another threshold decided."""
+    from sgmem.text import acts
+
+    path = tmp_path / "s"
+    with sgmem.Memory(path, embedder=embedder, config=BY_MEANING) as mem:
+        mem.add(CHAT, scope="u", thread="t", at=DAY)
+    classified.clear()
+    monkeypatch.setattr(acts, "SURE", 0.5)
+    with sgmem.Memory(path, embedder=embedder, config=BY_MEANING) as mem:
+        _ranked(mem)
+    with sqlite3.connect(path / "sgmem.db") as db:
+        n = db.execute("SELECT COUNT(*) FROM sentences").fetchone()[0]
+    assert sum(classified) == n
+
+
 @pytest.mark.postgres
 def test_a_reopened_postgres_store_never_classifies_again(
     embedder: sgmem.Embedder, pg_url: str, classified: list[int]
