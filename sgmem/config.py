@@ -35,7 +35,12 @@ __all__ = [
 ]
 
 #: [D] The relevance cutoff calibrated for all-MiniLM-L6-v2, by embedder name (see ``Config.min_relevance``).
-MIN_RELEVANCE = {"sentence-transformers/all-MiniLM-L6-v2": 0.275}
+MIN_RELEVANCE = {"sentence-transformers/all-MiniLM-L6-v2": 0.15}
+#: [D] The dense half of the default cutoff, by embedder name (see ``Config.min_dense_relevance``).
+MIN_DENSE_RELEVANCE = {"sentence-transformers/all-MiniLM-L6-v2": 0.5}
+#: How many of a query's first hits the default cutoff reads (the same for every ``k``: a hit's fate never
+#: depends on how many were asked for).
+CUTOFF_HITS = 10
 
 #: Retrieval modes :meth:`sgmem.Memory.search` accepts.
 MODES = ("hybrid", "vector", "graph", "bm25", "pyramid", "entity", "sgrm")
@@ -366,7 +371,10 @@ class HybridConfig:
             score (an answer often only makes sense after the question before it).
         propagation: adds this share of the best neighbour's fused score.
         session_weight: adds this share of the best fused score in the turn's
-            session (SGMem's session-level chunk as a prior).
+            session (SGMem's session-level chunk as a prior), less the weakest
+            session's: [D] the order is the same, but a chat of one session
+            lifts no turn, so a weak turn's relevance is not raised toward the
+            best one's.
         session_spread: for a question that gathers several memories (a count,
             a total, a list, two events compared: :mod:`sgmem.text.questions`),
             each turn loses this much for every better turn of its own session,
@@ -392,6 +400,14 @@ class HybridConfig:
             it gained nothing (cat 1–4 79.8, multi-hop 51.1); the nested
             cross-validation keeps it off (benchmarks/RESULTS.md). Turn it on for memories where questions are about what
             each person said themselves.
+        speaker_weight: [D] a turn said by a speaker the query names gains
+            ``speaker_weight`` × its sentence score: the name says whose turns
+            to prefer, and only by what they say. The query's dense channels
+            leave the name out (:func:`sgmem.retrieval.speakers.without_names`),
+            so "What is Marco allergic to?" no longer finds every short line
+            Marco said. On the LoCoMo dev split (in-sample recall@10, cat 1–4):
+            the name left out alone 80.1, with this weight 0.5 80.8, 1.0 80.9
+            (81.0 before either).
         question_weight: [D] what a stored question counts for, against a
             statement's 1, in every channel of the turn it is in (its sentence
             cosines, its lexical, pyramid and entity scores): a question is
@@ -448,13 +464,26 @@ class HybridConfig:
             its preference questions one moved from 0 to 100 (RRF 0), three
             stayed at 100. LoCoMo stores no
             unnamed assistant (its two people are named): unchanged there.
+        relevance_scale: [D] the fused score that reads as ``Hit.relevance``
+            0.5: the hybrid ranks and cuts by one measure,
+            ``score / (score + relevance_scale)``
+            (:func:`sgmem.retrieval.search.hybrid_relevance`), so the hits of
+            ``k=3`` are the first three of ``k=10`` and the default cutoff
+            (``Config.min_relevance``) applies to the order the hits come in.
+        lexical_reference_turns: [D] the memory size at which one matched
+            word can be the whole lexical evidence: a query's matched IDF is
+            divided by its own total IDF, but never by less than the IDF of a
+            word held by one turn in this many. In a chat of ten turns every
+            word is rare, so "work" in "it can work for her" no longer counts
+            as much as the query itself; from about this size on nothing
+            changes. 0 divides by the query's total alone.
     """
 
     w_sentence: float = 1.0
     w_turn: float = 0.5
     w_lexical: float = 1.2
-    w_graph: float = 0.15
-    w_pyramid: float = 0.4
+    w_graph: float = 0.0
+    w_pyramid: float = 0.0
     w_entity: float = 0.0
     length_prior: float = 0.1
     neighbour_weight: float = 0.5
@@ -467,13 +496,16 @@ class HybridConfig:
     date_slack_days: int = 1
     rest_weight: float = 0.1
     speaker_match: float = 0.0
+    speaker_weight: float = 1.0
     question_weight: float = 0.75
     echo_cosine: float = 0.8
     echo_weight: float = 0.25
     non_answer_weight: float = 0.2
-    reply_weight: float = 0.5
+    reply_weight: float = 1.0
     tool_weight: float = 0.5
     assistant_weight: float = 0.5
+    relevance_scale: float = 3.55
+    lexical_reference_turns: int = 1000
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -629,23 +661,30 @@ class Config:
             from the store when touched again. A quarter of it (at least 1,000
             words) bounds the cache of keyword embeddings. Default 256 MiB.
         min_relevance: [D] the default cutoff of :meth:`Memory.search` and
-            :meth:`Memory.context` (``min_score=None``): nothing comes back
-            unless the best hit's :attr:`sgmem.Hit.relevance` reaches it, so an
-            unrelated question gets nothing rather than the least bad
-            memories; the other hits need it too, or ``relative_relevance`` ×
-            the best hit's relevance (a short answer beside a close match).
-            ``None`` (default): the value calibrated for the embedder,
-            :data:`MIN_RELEVANCE` (0.275) for the default all-MiniLM-L6-v2 and
-            0 (no cutoff) for any other, whose cosines mean something else.
-            Chosen with ``sgmem eval locomo FILE --cutoffs``: the lowest
-            threshold that empties 95 % of the contexts of 50 unrelated
-            questions asked of the LoCoMo dev conversations (95.0 %); it keeps
-            56 of the 58 answering turns found among the first 10 hits of the
-            first 60 bundled question → answer pairs (96.6 % of those found,
-            93.3 % of the pairs; with the relative rule, 94.8 % of those found
-            without) and 99.9 % (99.8 %) of
-            LoCoMo's evidence hits (docs/chat.md, "How the default was chosen"). 0 turns the
-            cutoff off. An explicit ``min_score`` is a plain threshold.
+            :meth:`Memory.context` (``min_score=None``) weighs two readings of
+            the query's first :data:`CUTOFF_HITS` (10) hits, whatever ``k``:
+            the best hit's :attr:`sgmem.Hit.relevance` (the hybrid's fused
+            score, squashed) against ``min_relevance``, and the best dense
+            relevance among them (the query's cosine to the turns, calibrated)
+            against ``min_dense_relevance``. The query gets hits when
+            ``best / min_relevance + dense / min_dense_relevance >= 2`` (the
+            two reach their values on average: a strong word match with a weak
+            cosine passes, and so does a close paraphrase without shared
+            words), so an unrelated question gets nothing rather than the
+            least bad memories; then every hit that reaches ``min_relevance``
+            or ``relative_relevance`` × the best hit's relevance comes back.
+            ``None`` (default): the values calibrated for the embedder,
+            :data:`MIN_RELEVANCE` (0.15) and :data:`MIN_DENSE_RELEVANCE`
+            (0.5) for the default all-MiniLM-L6-v2 and 0 (no cutoff) for any
+            other, whose cosines mean something else. Chosen on the small
+            chats of ``sgmem eval small``'s build pool and LongMemEval
+            development questions (folds 0–2) and on the LoCoMo dev split with
+            its 50 unrelated questions (docs/chat.md, "How the default was
+            chosen"). 0 turns the cutoff off. An explicit ``min_score`` is a
+            plain threshold on ``Hit.relevance``.
+        min_dense_relevance: [D] see ``min_relevance``; ``None``: the
+            embedder's calibrated value; 0 leaves the dense half out (the
+            best hit's relevance alone must reach ``min_relevance``).
         relative_relevance: [D] see ``min_relevance`` (0 turns the relative rule off).
         broad_cosine: [D] a query whose cosine to the nearest generic request
             about the user ("What do you know about me?") reaches this is
@@ -739,6 +778,7 @@ class Config:
     pg_scope_key: str | None = field(default=None, repr=False)
     cache_bytes: int = 256 * 1024 * 1024
     min_relevance: float | None = None
+    min_dense_relevance: float | None = None
     relative_relevance: float = 0.5
     broad_cosine: float = 0.5
     dense_index: Literal["exact", "hnsw"] = "exact"
@@ -763,6 +803,13 @@ class Config:
             "Config.min_relevance",
             self.min_relevance,
             "None (the embedder's calibrated value) or a relevance in [0, 1] (0 turns the cutoff off)",
+        )
+        _check(
+            self.min_dense_relevance is None
+            or (_is_number(self.min_dense_relevance) and 0.0 <= self.min_dense_relevance <= 1.0),
+            "Config.min_dense_relevance",
+            self.min_dense_relevance,
+            "None (the embedder's calibrated value) or a relevance in [0, 1] (0 leaves the dense half out)",
         )
         _check(
             _is_number(self.relative_relevance) and 0.0 <= self.relative_relevance <= 1.0,

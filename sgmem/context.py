@@ -14,15 +14,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .text.acts import FILLER
+from .text.segment import sentence_spans
 from .text.tokens import count_tokens, truncate_to_tokens
 
 if TYPE_CHECKING:
     from .retrieval.index import ScopeIndex
 
-__all__ = ["ContextTurn", "digest_turn", "fit", "render"]
+__all__ = ["LONG_TURN_MIN_TOKENS", "ContextTurn", "digest_turn", "fit", "render", "window_turn"]
 
 
 HEADER = "Relevant memories (oldest first):"
+#: [D] the least room a long turn's window gets in a context (:func:`window_turn`), whatever the budget
+LONG_TURN_MIN_TOKENS = 48
 _CONTINUATION = "\n    "  # how a stored text's own later lines are written in the block
 
 
@@ -164,3 +167,51 @@ def digest_turn(idx: ScopeIndex, row: int, content: str, q: np.ndarray, max_toke
     if keep[-1] < len(texts) - 1:
         parts.append("…")
     return " ".join(parts)
+
+
+def window_turn(idx: ScopeIndex, row: int, content: str, q: np.ndarray, max_tokens: int) -> str:
+    """[D] A turn longer than ``max_tokens`` cut to the window around what matched the query.
+
+    A long pasted text (a report, a lease, meeting notes) is recalled for one
+    passage; its start rarely holds it. The window opens on the turn's sentence
+    most similar to the query (filler last) and grows by the better of its two
+    neighbours at a time while it fits, so a section keeps its own order and
+    line breaks; "…" marks what was left out at either end. A turn that fits, or
+    whose sentences cannot be found in ``content``, is returned whole (the block's
+    own fit then truncates it).
+    """
+    if max_tokens <= 0 or count_tokens(content) <= max_tokens:
+        return content
+    srows = idx.msg_sents[row]
+    if len(srows) < 2:
+        return content
+    texts = idx.sent_text.many(srows)
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for t in texts:  # the stored sentences in order: their offsets in the text (punctuation-only parts were left out)
+        at = content.find(t, pos)
+        if at < 0:
+            return content
+        spans.append((at, at + len(t)))
+        pos = at + len(t)
+    sims = idx.sentence_vectors()[srows] @ q
+    sims = np.where(idx.sentence_acts()[srows] == FILLER, sims - 10.0, sims)
+    best = int(np.argmax(sims))
+    room = max_tokens - 2 * count_tokens(" …")
+    lo = hi = best
+    if count_tokens(texts[best]) > room:  # one sentence longer than the room: its start
+        return truncate_to_tokens(texts[best], max_tokens)
+    while True:
+        options = [i for i in (lo - 1, hi + 1) if 0 <= i < len(spans)]
+        options.sort(key=lambda i: -float(sims[i]))
+        grown = False
+        for i in options:
+            a, b = min(lo, i), max(hi, i)
+            n = count_tokens(content[spans[a][0] : spans[b][1]])
+            if n <= room:
+                lo, hi, grown = a, b, True
+                break
+        if not grown:
+            break
+    text = content[spans[lo][0] : spans[hi][1]]
+    return ("… " if lo > 0 else "") + text + (" …" if hi < len(spans) - 1 else "")

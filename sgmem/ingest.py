@@ -18,7 +18,7 @@ from .embed.base import Embedder, check_embeddings
 from .errors import LimitExceededError
 from .retrieval.index import ScopeIndex
 from .store.sqlite import MessageRow, SentenceRow
-from .text.lexical import analyze, has_word
+from .text.lexical import DEFAULT_ANALYZER, analyze, has_word
 from .text.segment import sentence_spans
 from .text.tokens import count_tokens
 
@@ -44,8 +44,15 @@ def speaker_of(m: dict[str, Any]) -> str:
     return str(m["name"] or m["role"])
 
 
-def prepare(msgs: list[dict[str, Any]], config: Config, sessions: list[str], ext_ids: list[str]) -> Prepared:
-    """Segment validated messages into rows (vectors still empty)."""
+def prepare(
+    msgs: list[dict[str, Any]],
+    config: Config,
+    sessions: list[str],
+    ext_ids: list[str],
+    analyzer: str = DEFAULT_ANALYZER,
+) -> Prepared:
+    """Segment validated messages into rows (vectors still empty); their lexical terms by the store's
+    ``analyzer`` (:mod:`sgmem.text.lexical`)."""
     rows: list[MessageRow] = []
     sents: list[SentenceRow] = []
     sent_texts: list[str] = []
@@ -56,9 +63,9 @@ def prepare(msgs: list[dict[str, Any]], config: Config, sessions: list[str], ext
         prefix = f"{speaker}: " if config.speaker_prefix else ""
         # the speaker's name is a term of the turn, so "What did Caroline say…"
         # can match her turns even when her name is not in them
-        terms = set(analyze(content))
+        terms = set(analyze(content, analyzer))
         if m["name"]:
-            terms.update(analyze(m["name"]))
+            terms.update(analyze(m["name"], analyzer))
         rows.append(
             MessageRow(
                 ext_id=ext_ids[i],

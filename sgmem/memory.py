@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,8 @@ import numpy as np
 from .aio import AsyncMethods
 from .bulk import add_many
 from .cache import ByteLRU, CacheView
-from .config import MIN_RELEVANCE, Config
-from .context import ContextTurn, digest_turn
+from .config import CUTOFF_HITS, MIN_DENSE_RELEVANCE, MIN_RELEVANCE, Config
+from .context import LONG_TURN_MIN_TOKENS, ContextTurn, digest_turn, window_turn
 from .deletes import DeleteMethods
 from .derived.context import fit_with_derived
 from .derived.engine import DerivedEngine
@@ -36,6 +37,7 @@ from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords
 from .records import RecordMethods
 from .retrieval.broad import BroadPrompts, user_statements
 from .retrieval.dense import relevance_of_rows
+from .retrieval.speakers import PLAIN_MODES, without_names
 from .retrieval.index import ScopeIndex, load_scope_index
 from .retrieval.refresh import refresh_index
 from .retrieval.search import (
@@ -51,8 +53,8 @@ from .store.paths import resolve_store_path
 from .store.pgsql import redact
 from .store.postgres import PostgresStore, is_postgres_target, is_url, server_dense
 from .store.sqlite import SQLiteStore
-from .text.acts import ActClassifier, act_model, acts_identity
-from .text.lexical import as_written
+from .text.acts import FILLER, NON_ANSWER, ActClassifier, act_model, acts_identity, shown
+from .text.lexical import DEFAULT_ANALYZER, as_written
 from .text.tokens import count_tokens
 from .threads import ThreadMethods
 from .types import AddResult, Hit, Message, RecallTrace
@@ -166,6 +168,11 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         cut = self.config.min_relevance
         #: the default ``min_score``: ``Config.min_relevance``, else the value calibrated for this embedder
         self.min_relevance: float = cut if cut is not None else MIN_RELEVANCE.get(self.embedder.name, 0.0)
+        dense_cut = self.config.min_dense_relevance
+        #: the dense half of the default cutoff: ``Config.min_dense_relevance``, else the embedder's calibrated value
+        self.min_dense_relevance: float = (
+            dense_cut if dense_cut is not None else MIN_DENSE_RELEVANCE.get(self.embedder.name, 0.0)
+        )
         self.path = store_path
         self.read_only = read_only
         self._store: SQLiteStore = (
@@ -192,6 +199,8 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         try:
             self._store.bind_embedder(self.embedder.name, int(self.embedder.dim))
             self._store.bind_acts(acts_identity(self._act_model))
+            #: the lexical analyzer of this store's terms (sgmem.text.lexical): every add and query uses it
+            self.analyzer: str = self._store.bind_analyzer(DEFAULT_ANALYZER)
             if shared:
                 self._store.dense = server_dense(self.config, self._store)  # type: ignore[attr-defined,arg-type]
         except BaseException:
@@ -200,7 +209,9 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         self._cache_dir = self.path / "faiss" if self.path is not None and not read_only else None
         # a read-only Memory maps the index cache files when they are current (it never writes them)
         self._cache_read = self.path / "faiss" if self.path is not None else None
-        self._retriever = Retriever(self.config)
+        self._retriever = Retriever(self.config, replies=self._answers)
+        self._answer_model: ActClassifier | None | bool = False  # (read on first use: see _answers)
+        self._names: dict[str, np.ndarray] = {}  # speakers' names embedded (Memory._name_vectors)
         self._broad = BroadPrompts(self.embedder)  # generic requests about the user (sgmem.retrieval.broad)
         word_bytes = int(self.embedder.dim) * 4 + 200
         # keyword embeddings (MGRetrieval vocabulary), bounded by a quarter of the cache budget
@@ -365,8 +376,64 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
                     return idx
             if idx is None or idx.generation != gen:
                 idx = load_scope_index(self._store, scope_id, int(self.embedder.dim), self._cache_read, self._act_model)
+                idx.analyzer = self.analyzer
                 self._indexes.put(scope_id, idx)
             return idx
+
+    def _name_vectors(self, names: list[str]) -> np.ndarray:
+        """The embeddings of speakers' names (:func:`sgmem.retrieval.speakers.without_names`), remembered: a
+        scope's names recur in its queries."""
+        todo = [n for n in names if n not in self._names]
+        if todo:
+            vecs = check_embeddings(self.embedder, todo, self.embedder.embed(todo))
+            if len(self._names) > 4096:  # bounded: a store of many speakers keeps the names asked for lately
+                self._names.clear()
+            self._names.update(zip(todo, vecs, strict=True))
+        return np.stack([self._names[n] for n in names])
+
+    def _said(self, query: str) -> Callable[[Sequence[str]], np.ndarray] | None:
+        """``query`` embedded as each of some speakers would have said it, as ingest embeds a stored sentence
+        (one embedding call per search that needs them): a stored question is judged a repeat of the query
+        on its text (:func:`sgmem.retrieval.search.repeat_cosines`)."""
+        if not self.config.speaker_prefix:
+            return None
+        seen: dict[str, np.ndarray] = {}
+
+        def said(speakers: Sequence[str]) -> np.ndarray:
+            todo = [s for s in speakers if s not in seen]
+            if todo:
+                texts = [shown(s, query) for s in todo]
+                seen.update(zip(todo, check_embeddings(self.embedder, texts, self.embedder.embed(texts)), strict=True))
+            return np.stack([seen[s] for s in speakers])
+
+        return said
+
+    def _answers(self, idx: ScopeIndex, rows: list[int]) -> np.ndarray:
+        """[D] For reply turns that inherited their question's topic: True where the turn says something.
+
+        Read by the dialogue-act classifier whatever ``Config.acts`` stores (the word rules catch few wordings
+        of a non-answer: "Let me check.", "Hmm, no idea"), each sentence as ingest embedded it; a turn answers
+        nothing when every sentence of it is a sure non-answer or filler (the classifier's uncertain band stays a
+        statement, so a fact is not read as nothing on a guess). Without a classifier for the embedder (a test
+        embedder's vectors mean nothing), every reply answers.
+        """
+        model = self._answer_model
+        if model is False:
+            model = self._act_model if self._act_model is not None else act_model(self.embedder, "auto")
+            self._answer_model = model
+        if model is None or not rows:
+            return np.ones(len(rows), dtype=bool)
+        sents = [idx.turn_sentences(r) for r in rows]
+        flat = [s for ss in sents for s in ss]
+        if not flat:
+            return np.ones(len(rows), dtype=bool)
+        acts = model.classify(idx.sent_text.many(flat), idx.sentence_vectors()[flat])
+        says = ~np.isin(acts, (FILLER, NON_ANSWER))
+        out, at = np.ones(len(rows), dtype=bool), 0
+        for i, ss in enumerate(sents):
+            out[i] = bool(says[at : at + len(ss)].any()) if ss else True
+            at += len(ss)
+        return out
 
     def _embed_query(self, query: str) -> np.ndarray:
         vec = check_embeddings(self.embedder, [query], self.embedder.embed([query]))
@@ -499,6 +566,8 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
                 if self._retriever.needs_entities(mode)
                 else None
             )
+            if mode not in PLAIN_MODES:  # a speaker's name in the query is not what her turns say
+                q = without_names(idx, query, q, self._name_vectors)
             ranked = self._retriever.search(
                 idx,
                 mode,
@@ -510,6 +579,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
                 PyramidTools(self._words, self.llm),
                 ents,
                 asked_at,
+                self._said(query),
             )
         return ranked, idx, q
 
@@ -559,7 +629,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
             return None
         why = rk.why
         if why.get("matched"):
-            why = {**why, "matched": as_written(query, list(why["matched"]))}
+            why = {**why, "matched": as_written(query, list(why["matched"]), idx.analyzer)}
         text = ds[0]["content"] if len(ds) == 1 else "\n".join(f"{d['speaker']}: {d['content']}" for d in ds)
         return Hit(
             text=text,
@@ -609,12 +679,15 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
                 each table), scored ``cosine + 1``. One kind may be given as a string.
             min_score: drop hits whose :attr:`Hit.relevance` (in [0, 1], the
                 same measure in every mode) is below this; ``0`` keeps every
-                hit. ``None`` applies the default cutoff: nothing unless the
-                best hit reaches :attr:`min_relevance` (``Config.min_relevance``;
-                0.275 with the default MiniLM, so an unrelated question gets no
-                hits; 0 with other embedders), then every hit that reaches it
-                or ``Config.relative_relevance`` (0.5) × the best hit's. Hits
-                are ranked first and cut after, so fewer than ``k`` may come back.
+                hit. ``None`` applies the default cutoff, read on the first 10
+                hits whatever ``k``: nothing unless the best hit's relevance over
+                :attr:`min_relevance` plus the best dense relevance over
+                :attr:`min_dense_relevance` reaches 2 (0.15 and 0.5 with the
+                default MiniLM, so an unrelated question gets no hits; no cutoff
+                with other embedders), then every hit that reaches
+                ``min_relevance`` or ``Config.relative_relevance`` (0.5) × the
+                best hit's. Hits are ranked first and cut after, so fewer than
+                ``k`` may come back, and ``k=3`` gets the first three of ``k=10``.
             now: the moment of asking, which time in the query is relative to:
                 turns said "last week", "three days ago", "last Saturday" or
                 "in May" (the latest May) before it rank higher. A datetime
@@ -630,14 +703,19 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         floor = check_score(min_score, "min_score", self.min_relevance)
         check_now(now)
         if kind_list is not None and "chunk" not in kind_list:
-            return self._derived_search(query, scope, k, kind_list, threads, since, until, exclude_message_ids, floor)
-        ranked, idx, q = self._ranked(query, scope, k, mode, threads, since, until, exclude_message_ids, now)
+            derived = self._dense_floor() if min_score is None else floor
+            return self._derived_search(query, scope, k, kind_list, threads, since, until, exclude_message_ids, derived)
+        # the default cutoff reads the first CUTOFF_HITS hits whatever k: k=3 gets the first three of k=10
+        depth = max(k, CUTOFF_HITS) if min_score is None and floor else k
+        ranked, idx, q = self._ranked(query, scope, depth, mode, threads, since, until, exclude_message_ids, now)
         if idx is None or q is None:
             return []
         rel = self._hit_relevance(idx, q, ranked)
-        broad = self._broad_rows(idx, q, ranked, rel, floor) if min_score is None else set()
+        derived_floor = floor
         if min_score is None:
-            floor = self._default_floor(rel.values(), floor)
+            floor, derived_floor = self._default_cut(idx, q, ranked, rel, floor)
+        ranked = ranked[:k]
+        broad = self._broad_rows(idx, q, ranked, rel, self.min_relevance) if min_score is None else set()
         details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
         hits: list[Hit] = []
         cut: list[Hit] = []
@@ -657,7 +735,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
                 check_time(since, "since"),
                 check_time(until, "until"),
                 check_names(exclude_message_ids, "exclude_message_ids", self.config.limits),
-                floor,
+                derived_floor,
             )
         return hits
 
@@ -675,18 +753,65 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
             rows = [r for rk in ranked for r in rk.rows]
             return set(user_statements(idx, rows, q, prompt, self.config.relative_relevance))
 
-    def _default_floor(self, relevances: Iterable[float], floor: float) -> float:
-        """The default cutoff for one query: ``floor`` (``Config.min_relevance``) unless the best hit reaches it;
-        then also ``Config.relative_relevance`` × the best hit's relevance, whichever is lower."""
-        best = max(relevances, default=0.0)
+    def _dense_floor(self) -> float:
+        """The default cutoff on one dense reading alone (generated memory, a mode that ranks by the cosine):
+        the relevance at which the two halves of the default cutoff (``Config.min_relevance`` and
+        ``Config.min_dense_relevance``) pass together, ``2 / (1/min_relevance + 1/min_dense_relevance)``."""
+        a, b = self.min_relevance, self.min_dense_relevance
+        return 2.0 / (1.0 / a + 1.0 / b) if a > 0 and b > 0 else a
+
+    def _default_cut(
+        self, idx: ScopeIndex, q: np.ndarray, ranked: list[Ranked], rel: dict[int, float], floor: float
+    ) -> tuple[float, float]:
+        """The default cutoff for one query: (the turns' cutoff, generated memory's).
+
+        Reads the first :data:`~sgmem.config.CUTOFF_HITS` hits of ``ranked`` (the same for every ``k``): the
+        best hit's relevance against ``floor`` (``Config.min_relevance``) and the best dense relevance among
+        them against ``Config.min_dense_relevance``; the query gets hits when the two reach their values on
+        average (``best / floor + dense / min_dense >= 2``, see ``Config.min_relevance``).
+        """
+        derived = self._dense_floor()
+        if not floor:
+            return floor, derived
+        first = [r for rk in ranked[:CUTOFF_HITS] for r in rk.rows]
+        best = max((rel[r] for r in first if r in rel), default=0.0)
+        gate = self.min_dense_relevance
+        dense_best = max(self._relevance(idx, q, first).values(), default=0.0) if gate and first else 0.0
+        passed = best / floor + dense_best / gate >= 2.0 if gate else best >= floor
         share = self.config.relative_relevance
-        return min(floor, share * best) if share and floor and best >= floor else floor
+        if passed and share:
+            derived = min(derived, share * dense_best)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "cutoff: best relevance %.3f / %.3f + best dense relevance %.3f / %.3f %s 2: %s",
+                best, floor, dense_best, gate, ">=" if passed else "<", "hits" if passed else "nothing",
+            )
+        return self._default_floor([best], floor, passed), derived
+
+    def _default_floor(self, relevances: Iterable[float], floor: float, passed: bool | None = None) -> float:
+        """The turns' cutoff once the query's evidence is judged: ``floor`` (``Config.min_relevance``) or
+        ``Config.relative_relevance`` × the best hit's relevance, whichever is lower, when the query ``passed``
+        (``None``: when its best hit reaches ``floor``); else just above the best hit (nothing comes back)."""
+        best = max(relevances, default=0.0)
+        if not floor:
+            return floor
+        if passed is None:
+            passed = best >= floor
+        if not passed:
+            return max(floor, math.nextafter(best, math.inf))
+        share = self.config.relative_relevance
+        return min(floor, share * best if share else best)
 
     def _hit_relevance(
         self, idx: ScopeIndex, q: np.ndarray, ranked: list[Ranked], lifted: set[int] | None = None
     ) -> dict[int, float]:
         """:attr:`Hit.relevance` of every turn row of ``ranked``: the one a mode read off its own exact scan
         (:attr:`Ranked.relevance`), else computed for those rows (:meth:`_relevance`)."""
+        final = {rk.rows[0]: rk.relevance for rk in ranked if rk.measure and rk.relevance is not None and len(rk.rows) == 1}
+        if len(final) == sum(len(rk.rows) for rk in ranked):  # the mode ranked by relevance itself: cut by it as it is
+            if lifted is not None:  # the replies it read as their exchange ("answers": the question they answer)
+                lifted.update(rk.rows[0] for rk in ranked if rk.why.get("answers"))
+            return final
         known = {rk.rows[0]: rk.relevance for rk in ranked if rk.relevance is not None and len(rk.rows) == 1}
         # the exact scan's cosines, when the mode had one: the exchanges' and echoes' cosines are read from it
         cos = next((rk.cosines for rk in ranked if rk.cosines is not None), None)
@@ -833,8 +958,9 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         lifted: set[int] = set()
         rel = self._hit_relevance(idx, q, ranked, lifted)
         broad = self._broad_rows(idx, q, ranked, rel, floor) if min_score is None else set()
+        derived_floor = floor
         if min_score is None:
-            floor = self._default_floor(rel.values(), floor)
+            floor, derived_floor = self._default_cut(idx, q, ranked, rel, floor)
         if tracing:
             all_details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
             pairs = [(rk, self._turn_hit(idx, rk, all_details, rel, query)) for rk in ranked]
@@ -858,9 +984,11 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
                 d = details.get(idx.msg_ids[r])
                 if d is not None:
                     text = digest_turn(idx, r, d["content"], q, self.config.context_turn_tokens)
+                    # [D] a long turn (a pasted report) takes at most half the budget: the window around what matched
+                    text = window_turn(idx, r, text, q, max(LONG_TURN_MIN_TOKENS, budget_tokens // 2))
                     cands.append(ContextTurn(idx.msg_ids[r], d["at"], d["thread"], d["speaker"], text))
         items = self._derived.context_items(
-            idx.scope_id, q, check_names(exclude_message_ids, "exclude_message_ids", self.config.limits), floor
+            idx.scope_id, q, check_names(exclude_message_ids, "exclude_message_ids", self.config.limits), derived_floor
         )
         text, chosen, picked = fit_with_derived(cands, items, budget_tokens, self.config.derived.context_share)
         ids = [details[c.key]["ext_id"] for c in chosen]

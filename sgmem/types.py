@@ -80,20 +80,22 @@ class Hit:
         speaker: speaker name or role of the (first) source message.
         memory_id: the id of a generated memory (``"fact:12"``), for
             :meth:`sgmem.Memory.history`; ``None`` for raw turns and chunks.
-        relevance: how close the hit is to the query, in [0, 1], the same
-            measure in every mode: for turns, the mean of the query's dense
-            cosine to the turn's best sentence and to the whole turn (a reply
-            to a question is also read with that question, as the exchange,
-            and the larger value kept: "What's the dog's name?" — "Pepper."),
-            times the turn's dialogue-act weight (``HybridConfig``: 1 for a
-            statement, less for a question or "I'm not sure.", 0 for filler
-            such as "Thanks!"); a chunk takes its best turn, generated memory
-            its own cosine; clipped to [0, 1]. The default cutoff of
-            :meth:`sgmem.Memory.search` and :meth:`sgmem.Memory.context`
-            (``Config.min_relevance``, 0.275 with the default MiniLM embedder,
-            0 with other embedders, plus a rule relative to the best hit)
-            drops hits below it. Roughly: below 0.2 unrelated, 0.3–0.4 on
-            topic, above 0.5 a close paraphrase.
+        relevance: how close the hit is to the query, in [0, 1]; the hits of
+            one search are in its order. In the default hybrid mode it is the
+            fused score squashed (``score / (score + relevance_scale)``,
+            :func:`sgmem.retrieval.search.hybrid_relevance`: one measure orders
+            and cuts). In the other modes, for turns, the mean of the query's
+            dense cosine to the turn's best sentence and to the whole turn (a
+            reply to a question is also read with that question, as the
+            exchange: "What's the dog's name?" — "Pepper."), times the turn's
+            dialogue-act weight (``HybridConfig``: 1 for a statement, less for a
+            question or "I'm not sure.", 0 for filler such as "Thanks!"); a
+            chunk takes its best turn, generated memory its own cosine. The
+            default cutoff of :meth:`sgmem.Memory.search` and
+            :meth:`sgmem.Memory.context` (``Config.min_relevance`` with its
+            dense half ``Config.min_dense_relevance``, calibrated for the
+            default MiniLM embedder, none for other embedders, plus a rule
+            relative to the best hit) drops hits below it.
     """
 
     text: str

@@ -158,7 +158,7 @@ def segment_add(
     p = PreparedAdd(scope, thread, msgs, ext_ids, t0)
     if msgs:
         sessions = session_names(msgs, thread, mem.config.session_by_day)
-        p.prep = prepare(msgs, mem.config, sessions, ext_ids)
+        p.prep = prepare(msgs, mem.config, sessions, ext_ids, mem.analyzer)
     p.t_seg = time.perf_counter()
     return p
 
@@ -296,6 +296,7 @@ def apply_add(mem: Any, conn: Any, p: PreparedAdd, scope_id: int) -> AppliedAdd:
     idx = mem._indexes.get(scope_id)
     if idx is None or idx.generation != gen_before:
         idx = load_scope_index(store, scope_id, int(mem.embedder.dim), mem._cache_dir, mem._act_model)
+        idx.analyzer = mem.analyzer
     new_sent_vecs = p.sent_vecs if p.sent_vecs is not None else _stacked(prep, idx.dim)
     g = mem.config.graph
     ann = ensure_ann(idx, g)

@@ -28,6 +28,10 @@ __all__ = ["DEFAULT_MODEL_NAME", "SentenceTransformerEmbedder", "default_embedde
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+#: [D] the documented model for chats in other languages or in several (docs/memory.md, "Languages"): the
+#: multilingual sibling of the default (50+ languages, 384 dimensions, about 2x slower), loaded by name
+#: from the hub cache: a fact said in Spanish is found by a question asked in English
+MULTILINGUAL_MODEL_NAME = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
 _DEFAULT_DIM = 384
 
 
@@ -153,6 +157,18 @@ def _dimension(model: Any) -> int:
 
 _default: SentenceTransformerEmbedder | None = None
 _default_lock = threading.Lock()
+
+
+def multilingual_embedder(**kwargs: Any) -> SentenceTransformerEmbedder:
+    """The multilingual model (:data:`MULTILINGUAL_MODEL_NAME`) behind the :class:`Embedder` protocol, for a store
+    whose chats are not (only) in English; it loads on the first embedding, from the hub cache (downloaded once
+    where the hub is reachable). ``kwargs`` go to :class:`SentenceTransformerEmbedder` (``device``, ...).
+
+    A store records the embedder it was written with: open a new store with it (``Memory(path,
+    embedder=multilingual_embedder())``), or an existing one re-ingested from its export.
+    """
+    kwargs.setdefault("dim", 384)
+    return SentenceTransformerEmbedder(MULTILINGUAL_MODEL_NAME, **kwargs)
 
 
 def default_embedder() -> SentenceTransformerEmbedder:

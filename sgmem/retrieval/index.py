@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DependencyError
+from ..text.lexical import DEFAULT_ANALYZER
 from .cachefiles import discard_cache, save_cached
 from .compact import Column, Grow, Lazy, Names, Neighbours, Postings
 from .knn import KnnLists
@@ -152,6 +153,8 @@ class ScopeIndex:
         self.knn = KnnLists()
         self._np_cache: dict[str, np.ndarray] = {}
         self._turn_norms: np.ndarray | None = None
+        # each turn's cosine to the previous and next turn of its thread, with the chain they were taken on
+        self._links: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._vec_view: tuple[tuple[int, int], np.ndarray] | None = None
         # sentence ids and their dialogue acts in context, resolved lazily (sentence_acts) from each row's act as
         # stored at ingest (_raw_acts; -1: not known, classified at the next query)
@@ -159,6 +162,8 @@ class ScopeIndex:
         self._raw_acts = Grow(np.int8)
         #: decides the acts by meaning (:class:`sgmem.text.acts.ActClassifier`); None: word rules
         self.act_model: Any = None
+        #: the lexical analyzer of the store's terms (:mod:`sgmem.text.lexical`); the owning Memory sets it
+        self.analyzer: str = DEFAULT_ANALYZER
 
     # ---------------------------------------------------------------- views
     @property
@@ -443,6 +448,65 @@ class ScopeIndex:
         self._turn_norms = cur
         return cur
 
+    def _unit_turn_vectors(self, rows: np.ndarray) -> np.ndarray:
+        """(len(rows), dim) float64: the normalised sum of each turn's sentence vectors (0 for none)."""
+        out = np.zeros((rows.size, self.dim), dtype=np.float64)
+        if not rows.size or not self.n_sentences:
+            return out
+        first = self._turn_first_sentence()
+        lo, hi = first[rows], first[rows + 1]
+        has = hi > lo
+        if not has.any():
+            return out
+        lo, counts = lo[has], (hi - lo)[has]
+        offsets = np.r_[0, np.cumsum(counts)[:-1]].astype(np.intp)
+        sents = np.repeat(lo - offsets, counts) + np.arange(int(counts.sum()))
+        sums = np.add.reduceat(self.sentence_vectors()[sents].astype(np.float64), offsets, axis=0)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        out[has] = np.divide(sums, norms, out=np.zeros_like(sums), where=norms > 0)
+        return out
+
+    def chain_links(self, block: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+        """Each turn's cosine (clipped to [0, 1]) to the previous and to the next turn of its thread (0 at a
+        chain's end): how much a turn continues what its neighbour said, so that a neighbour lifts it only as
+        far as the two are about one thing. Kept up to date as turns are appended (the appended turns and their
+        predecessors), recomputed when the chains change otherwise or after a reload."""
+        n = self.n_turns
+        prev, nxt = self.array("prev_row"), self.array("next_row")
+        cur = self._links
+        if cur is not None and cur[0].size <= n:
+            m = cur[0].size
+            old_prev, old_next = cur[2][0], cur[2][1]
+            # the old rows' chains as they were, but for the ends the appended turns continue
+            same = np.array_equal(prev[:m], old_prev) and np.array_equal(
+                np.where(nxt[:m] >= m, -1, nxt[:m]), np.where(old_next >= m, -1, old_next)
+            )
+            if same and m == n:
+                return cur[0], cur[1]
+            if same:
+                new = np.arange(m, n)
+                rows = np.unique(np.r_[new, prev[new][prev[new] >= 0]])
+                lp = np.r_[cur[0], np.zeros(n - m)]
+                ln = np.r_[cur[1], np.zeros(n - m)]
+                self._fill_links(rows, prev, nxt, lp, ln)
+                self._links = (lp, ln, np.stack([prev.copy(), nxt.copy()]))
+                return lp, ln
+        lp, ln = np.zeros(n), np.zeros(n)
+        for b in range(0, n, block):
+            self._fill_links(np.arange(b, min(n, b + block)), prev, nxt, lp, ln)
+        self._links = (lp, ln, np.stack([prev.copy(), nxt.copy()]))
+        return lp, ln
+
+    def _fill_links(self, rows: np.ndarray, prev: np.ndarray, nxt: np.ndarray, lp: np.ndarray, ln: np.ndarray) -> None:
+        mine = self._unit_turn_vectors(rows)
+        for to, out in ((prev, lp), (nxt, ln)):
+            other = to[rows]
+            ok = other >= 0
+            out[rows] = 0.0
+            if ok.any():
+                theirs = self._unit_turn_vectors(other[ok])
+                out[rows[ok]] = np.clip(np.einsum("ij,ij->i", mine[ok], theirs), 0.0, 1.0)
+
     def array(self, name: str) -> np.ndarray:
         """A read-only numpy array of a per-turn or per-sentence column (cached until the next change).
 
@@ -529,6 +593,8 @@ class ScopeIndex:
         )
         if self._turn_norms is not None:
             cache += self._turn_norms.nbytes
+        if self._links is not None:
+            cache += sum(a.nbytes for a in self._links)
         kw = self.keywords
         return {
             "vectors": 4 * self.dim * self.sent_index.ntotal,  # turn vectors are not held (see turn_vectors)

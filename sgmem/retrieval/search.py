@@ -8,6 +8,7 @@ query costs a few matrix-vector products whatever the mode.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -44,7 +45,16 @@ from .index import ScopeIndex, idf
 from .server import server_candidates, server_finds
 from .topk import top_k
 
-__all__ = ["Ranked", "Retriever", "act_weights", "exchange_relevance", "questions_answered", "turn_relevance"]
+__all__ = [
+    "Ranked",
+    "Retriever",
+    "act_weights",
+    "exchange_relevance",
+    "hybrid_relevance",
+    "questions_answered",
+    "repeat_cosines",
+    "turn_relevance",
+]
 
 #: [D] a hybrid query cuts its scan into this many parts per scan thread. A pool thread that finishes its
 #: part takes the next unclaimed one, so the part left for the calling thread (which first computes the
@@ -56,6 +66,8 @@ SCAN_PARTS_PER_THREAD = 1
 #: what a turn of filler alone loses in the hybrid's fused score: more than any score differs between turns,
 #: so it ranks after every turn with content, in its own order (never dropped: k turns come back)
 FILLER_DROP = 1e6
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -72,6 +84,20 @@ class Ranked:
     #: the query's raw cosine to every sentence, when the mode's exact scan gave them (one array shared by
     #: the query's results): the facade reads its hits' exchange and echo cosines from it
     cosines: np.ndarray | None = field(default=None, repr=False, compare=False)
+    #: ``relevance`` is the measure the mode ranked by (the hybrid's fused score, squashed into [0, 1]:
+    #: :func:`hybrid_relevance`), final: the facade cuts by it as it is, so the cut never reorders the hits
+    measure: bool = False
+
+
+def hybrid_relevance(score: np.ndarray | float, scale: float) -> np.ndarray:
+    """[D] The hybrid's fused score as a relevance in [0, 1): ``score / (score + scale)`` (0 for a score <= 0).
+
+    Monotone, so ranking by it is ranking by the score: one measure orders the hits and cuts them
+    (``Config.min_relevance``), and a hit's fate never depends on ``k``. ``scale``
+    (``HybridConfig.relevance_scale``) is the score that reads as relevance 0.5.
+    """
+    s = np.maximum(np.asarray(score, dtype=np.float64), 0.0)
+    return s / (s + scale)
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:
@@ -82,8 +108,11 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
 class Retriever:
     """Runs the retrieval modes for a :class:`sgmem.Memory`."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, replies: Callable[[ScopeIndex, list[int]], np.ndarray] | None = None) -> None:
         self.config = config
+        #: [D] what reads whether a reply answers (the dialogue-act classifier, :meth:`sgmem.Memory._answers`):
+        #: for reply turns, True where some sentence says something; None: every reply the acts let inherit does
+        self.replies = replies
         self._bm25: dict[tuple[int, int], Any] = {}
         self._bm25_lock = threading.Lock()
 
@@ -189,6 +218,7 @@ class Retriever:
         neighbour_weight: float,
         speaker_match: float = 0.0,
         context: np.ndarray | None = None,
+        reference_turns: int = 0,
     ) -> tuple[np.ndarray, float]:
         """The lexical channel: each matched query term counts once, IDF-weighted.
 
@@ -215,17 +245,22 @@ class Retriever:
             return out, 0.0
         prev = idx.array("prev_row")
         nxt = idx.array("next_row")
-        spoken = speakers.speaker_rows(idx) if speaker_match > 0 else {}
+        spoken = speakers.speaker_rows(idx)
         total = 0.0
         for t in dict.fromkeys(terms):
             said = spoken.get(t)
-            if said is not None:  # a speaker's name: the turns she said (sgmem.retrieval.speakers)
+            if said is not None and speaker_match > 0:  # a speaker's name: the turns she said (sgmem.retrieval.speakers)
                 w = speaker_match * math.log1p((n - said.size + 0.5) / (said.size + 0.5))
                 total += w
                 out[said] += w
                 continue
             rows = idx.term_rows(t)  # (one look-up for the IDF and the postings)
             w = idf(idx.n_turns, 0 if rows is None else len(rows))
+            if said is not None and rows is not None:
+                # a speaker's own name is not what her turns say ("Two weeks." said by Marco holds no "Marco"): it
+                # matches the turns that name her, not the turns she said (a turn's terms include its speaker's name)
+                rows = np.setdiff1d(rows, said, assume_unique=True)
+                rows = rows if rows.size else None
             total += w
             if rows is None:
                 continue
@@ -248,7 +283,10 @@ class Retriever:
                 lift = np.zeros(near.size)
                 np.maximum.at(lift, at, np.tile(context[rows], 2)[keep])
                 out[near] += w * neighbour_weight * lift
-        return (out / total if total > 0 else out), total
+        # [D] a word held by one turn in ten is rare in a memory of ten turns and says little: the query's
+        # evidence counts fully only once it weighs what one word held by one turn of ``reference_turns`` would
+        mass = max(total, idf(reference_turns, 1)) if reference_turns else total
+        return (out / mass if mass > 0 else out), total
 
     # ----------------------------------------------------------------- modes
     def search(
@@ -263,6 +301,7 @@ class Retriever:
         tools: pyramid.PyramidTools | None = None,
         entities: entity_retrieval.EntityTools | None = None,
         now: datetime | None = None,
+        said: Said | None = None,
     ) -> list[Ranked]:
         """Rank the scope for ``query`` (embedded as ``q``) in ``mode``.
 
@@ -278,18 +317,21 @@ class Retriever:
             now: the moment of asking (aware): the hybrid's date channel reads
                 "last week", "three days ago", "in May" relative to it; ``None``
                 reads only absolute dates.
+            said: the query embedded as a speaker would have said it (``"Marco: Where do I work?"``, as ingest
+                embeds a stored sentence), so that a stored question is judged a repeat of the query on its
+                text (:func:`repeat_cosines`); ``None``: on the plain cosine.
         """
         if idx.n_turns == 0:
             return []
         if self.config.memory_unit == "exchange" and mode in units.TURN_MODES:
             # MGRetrieval's memory unit: rank turns, then group them into exchanges (sgmem.retrieval.units)
             turns = self._search(
-                idx, mode, q, query, units.turns_wanted(k, idx.n_turns), allowed, texts, tools, entities, now
+                idx, mode, q, query, units.turns_wanted(k, idx.n_turns), allowed, texts, tools, entities, now, said
             )
             return units.exchanges(turns, idx.array("round_ids"), k, allowed, Ranked)
-        out = self._search(idx, mode, q, query, k, allowed, texts, tools, entities, now)
+        out = self._search(idx, mode, q, query, k, allowed, texts, tools, entities, now, said)
         if mode in ACT_MODES:
-            out = _by_act(idx, out, self.config.hybrid, q)
+            out = _by_act(idx, out, self.config.hybrid, q, said)
         return out
 
     def _search(
@@ -304,6 +346,7 @@ class Retriever:
         tools: pyramid.PyramidTools | None,
         entities: entity_retrieval.EntityTools | None,
         now: datetime | None = None,
+        said: Said | None = None,
     ) -> list[Ranked]:
         if mode == "entity":
             return self._entity(idx, q, query, k, allowed, entities)
@@ -322,7 +365,7 @@ class Retriever:
             return self._graph(idx, q, k, allowed)
         if mode == "bm25":
             return self._bm25_mode(idx, query, k, allowed, texts)
-        return self._hybrid(idx, q, query, k, allowed, tools, texts, entities, now)
+        return self._hybrid(idx, q, query, k, allowed, tools, texts, entities, now, said)
 
     def needs_entities(self, mode: str) -> bool:
         """Whether ``mode`` reads the entity layer (never while it is off: no entity work then)."""
@@ -344,7 +387,7 @@ class Retriever:
         cos = self.sentence_cosines(idx, q)
         s_sem, best_row = self.per_turn_sentence_scores(idx, cos, 0.0)
         s_sem = np.where(np.isfinite(s_sem), s_sem, 0.0)
-        terms = analyze(query)
+        terms = analyze(query, idx.analyzer)
         s_lex, _ = self.lexical_scores(
             idx, terms, self.config.hybrid.neighbour_weight, context=_context(idx, self.config.hybrid)
         )
@@ -465,7 +508,7 @@ class Retriever:
                 return hit[1]
             import bm25s
 
-            corpus = [analyze(t) or [""] for t in texts(list(range(idx.n_turns)))]
+            corpus = [analyze(t, idx.analyzer) or [""] for t in texts(list(range(idx.n_turns)))]
             model = bm25s.BM25()  # Lucene BM25, k1 = 1.5, b = 0.75
             model.index(corpus, show_progress=False)
             self._bm25 = {key[:2]: (idx.n_turns, model)}  # type: ignore[index]
@@ -482,7 +525,7 @@ class Retriever:
         texts: Callable[[list[int]], list[str]],
     ) -> list[Ranked]:
         model = self._bm25_index(idx, texts)
-        terms = [t for t in dict.fromkeys(analyze(query)) if t in model.vocab_dict]
+        terms = [t for t in dict.fromkeys(analyze(query, idx.analyzer)) if t in model.vocab_dict]
         if not terms:
             return []
         scores = np.asarray(model.get_scores(terms), dtype=np.float64)
@@ -510,6 +553,7 @@ class Retriever:
         texts: Callable[[list[int]], list[str]] | None = None,
         entities: entity_retrieval.EntityTools | None = None,
         now: datetime | None = None,
+        said: Said | None = None,
     ) -> list[Ranked]:
         h = self.config.hybrid
         n = idx.n_turns
@@ -529,8 +573,10 @@ class Retriever:
         use_pyramid = h.w_pyramid > 0 and idx.keywords is not None
         llm_pyr = self.config.pyramid.llm_in_hybrid
         try:
-            terms = analyze(query)
-            s_lex, _ = self.lexical_scores(idx, terms, h.neighbour_weight, h.speaker_match, _context(idx, h))
+            terms = analyze(query, idx.analyzer)
+            s_lex, _ = self.lexical_scores(
+                idx, terms, h.neighbour_weight, h.speaker_match, _context(idx, h), h.lexical_reference_turns
+            )
             pyr_prep = (
                 pyramid.prepare(idx, self.config.pyramid, query, q, allowed, tools, texts, llm_pyr)
                 if use_pyramid
@@ -556,7 +602,7 @@ class Retriever:
             d, approx = self._dense_turns(idx, q, lex_turns)  # one scan of the sentence vectors
         # dialogue acts (sgmem.text.acts): questions, non-answers and filler weigh less than statements in
         # every channel of their turn; ``d`` keeps the raw cosines for Hit.relevance and the reply channel
-        acts = _Acts(idx, h, d.cos)
+        acts = _Acts(idx, h, d.cos, said)
         d_raw, d = d, (acts.weighted_scan(d.cos, weighted, seg) if weighted is not None else acts.weighted(d))
         cos = d.cos  # every dense channel reduces this one scan
         seeds = None  # the graph seeds' selection, on a scan thread while this one works on the other channels
@@ -598,11 +644,16 @@ class Retriever:
         )
         # dense + lexical + graph + pyramid + entity + prior, in that order; the graph and pyramid channels
         # are 0 outside a few turns and x + 0 = x, so they are added where they are not 0 (the same sums)
+        lex_w = s_lex * acts.turn_w if acts.active else s_lex
+        exchange = _Exchange.of(acts, h) if acts.active else None
+        own = (s_sent, s_turn, lex_w)  # each turn's channels before any reply inherits
+        if exchange is not None:  # a reply read with the turn it answers: it inherits its question's topic
+            s_sent, s_turn, lex_w = exchange.inherit(d_raw, h.rest_weight, s_sent, s_turn, s_lex, lex_w)
         total = h.w_sentence * s_sent
         total += h.w_turn * s_turn
         if h.neighbour_dense:
-            total += h.neighbour_dense * _neighbour_max(s_sent, prev, nxt, 0.0, idx)
-        total += h.w_lexical * (s_lex * acts.turn_w if acts.active else s_lex)
+            total += h.neighbour_dense * _neighbour_max(s_sent, prev, nxt, 0.0, idx, _links(idx))
+        total += h.w_lexical * lex_w
         total[g_turns] += h.w_graph * s_graph[g_turns]
         p_turns = np.flatnonzero(s_pyr) if pyr_out is not None else np.zeros(0, dtype=np.intp)
         if acts.active:
@@ -613,8 +664,14 @@ class Retriever:
         if h.w_entity > 0 and entities is not None:
             total += h.w_entity * s_ent
         total += prior
-        if acts.active:
-            total += acts.reply_channel(d_raw.cos, h.reply_weight)
+        if h.speaker_weight:  # the speaker the query names: her turns by what they say (speakers.without_names)
+            spoken = speakers.speaker_rows(idx)
+            named = [spoken[t] for t in dict.fromkeys(terms) if t in spoken]
+            if named:
+                by_named = np.zeros(n, dtype=bool)
+                for said_rows in named:
+                    by_named[said_rows] = True
+                total += h.speaker_weight * np.maximum(s_sent, 0.0) * by_named
         date_bonus: np.ndarray | None = None
         windows = query_windows(query, h.date_slack_days, now) if (h.date_day_bonus or h.date_month_bonus) else []
         if windows:
@@ -628,9 +685,18 @@ class Retriever:
         if allowed is not None:
             total[~allowed] = -np.inf
         if h.propagation:
-            total = total + h.propagation * _neighbour_max(total, prev, nxt, 0.0, idx)
+            total = total + h.propagation * _neighbour_max(total, prev, nxt, 0.0, idx, _links(idx))
         if h.session_weight:
-            total = total + h.session_weight * _group_max(idx, total, "session_codes")
+            total = total + h.session_weight * _group_max(idx, total, "session_codes", relative=True)
+        if exchange is not None and exchange.lifted and self.replies is not None:
+            # a reply that answers nothing, in any wording ("Let me check."), inherits nothing: the replies that
+            # inherited and now stand among the candidates are read by the act classifier
+            lift = h.w_sentence * (s_sent - own[0]) + h.w_turn * (s_turn - own[1]) + h.w_lexical * (lex_w - own[2])
+            total, mute = exchange.veto(idx, total, lift, _top(total, max(4 * k, VETO_CANDIDATES)), self.replies)
+            if mute.size:  # their channels (and hits' why) are their own again
+                s_sent[mute], s_turn[mute], lex_w[mute] = own[0][mute], own[1][mute], own[2][mute]
+        if exchange is not None:  # a stored question never outranks the reply that answers it
+            total = exchange.below_answers(total)
         if acts.active:  # a turn of filler alone comes after every turn with content (in the same order)
             total = np.where(acts.turn_w > 0, total, total - FILLER_DROP)
         # everything below concerns the k hits only
@@ -640,10 +706,15 @@ class Retriever:
             top = [int(r) for r in _top(total, k)]
         srows = acts.best_rows(d, top)
         hops = hop_origins(idx, exp, top) if exp is not None else {}
+        # the question each hit that inherited its topic answers: its best sentence by the raw cosines
+        asked = {r: exchange.lifted[r] for r in top if r in exchange.lifted} if exchange is not None else {}
+        asked_rows = dict(zip(asked, acts.best_rows(d_raw, list(asked.values())), strict=True)) if asked else {}
         want = [s for s in srows if s >= 0] + [o for hop, o in hops.values() if hop]
+        want += [s for s in asked_rows.values() if s >= 0]
         text_of = dict(zip(want, idx.sent_text.many(want), strict=True))
         qset = set(terms)
-        rel = d_raw.relevance(top) if approx is None else [None] * len(top)  # (partly scored turns: the facade's)
+        # one measure ranks and cuts: the fused score itself, squashed into [0, 1) (filler alone is 0)
+        rel = hybrid_relevance(total[top], h.relevance_scale).tolist() if top else []
         out = []
         for r, s, r_rel in zip(top, srows, rel, strict=True):
             why: dict[str, Any] = {
@@ -666,10 +737,14 @@ class Retriever:
                 why["pyramid"] = {"keywords": list(f.path), "level": f.level, "round": f.round}
             if r in ent_why:
                 why["entity"] = ent_why[r]
+            if asked_rows.get(r, -1) >= 0:  # found as the answer to this question ("Two weeks." to "How long...?")
+                why["answers"] = text_of[asked_rows[r]]
             if r in hops:
                 hop, origin = hops[r]
                 why["graph"] = {"hop": hop, **({"via_seed": text_of[origin]} if hop else {})}
-            out.append(Ranked("turn", [r], float(total[r]), why, r_rel, d_raw.cos if approx is None else None))
+            out.append(
+                Ranked("turn", [r], float(total[r]), why, r_rel, d_raw.cos if approx is None else None, measure=True)
+            )
         return out
 
 
@@ -696,7 +771,7 @@ class _ActTable:
     __slots__ = (
         "acts", "active", "any_act", "any_tool", "has_filler", "tool_turn", "sent_w", "turn_w",
         "w_runs", "w_rows", "w_local", "w_sub", "q_rows", "q_tool", "q_said", "ask_turns", "ask_replies",
-        "ask_rows", "ask_local", "context_w",
+        "ask_rows", "ask_local", "context_w", "act_turn_w",
     )  # fmt: skip
 
     @staticmethod
@@ -720,7 +795,7 @@ class _ActTable:
         self.active = bool(n and (self.any_act or tool is not None or said is not None))
         empty = np.zeros(0, dtype=np.intp)
         self.sent_w = np.ones(0, dtype=np.float32)
-        self.turn_w = self.context_w = np.ones(0, dtype=np.float64)
+        self.turn_w = self.context_w = self.act_turn_w = np.ones(0, dtype=np.float64)
         self.w_runs = self.w_rows = self.w_local = self.q_rows = empty
         self.w_sub = np.ones(0, dtype=np.float32)
         self.q_tool = self.q_said = np.zeros(0, dtype=bool)
@@ -744,6 +819,9 @@ class _ActTable:
         filler = acts == FILLER
         self.turn_w = np.zeros(idx.n_turns, dtype=np.float64)
         self.turn_w[run_turns] = np.maximum.reduceat(np.where(filler, np.float32(0.0), sent_w), starts)
+        # the act alone (no role, no tool): whether a turn says something (1), only asks, or only says it does not know
+        self.act_turn_w = np.zeros(idx.n_turns, dtype=np.float64)
+        self.act_turn_w[run_turns] = np.maximum.reduceat(np.where(filler, np.float32(0.0), table[acts]), starts)
         self.context_w = np.zeros(idx.n_turns, dtype=np.float64)
         self.context_w[run_turns] = np.maximum.reduceat(np.where(filler, np.float32(0.0), ctx_w), starts)
         is_q = acts == QUESTION
@@ -770,7 +848,7 @@ class _ActTable:
         self.ask_rows = ask_all[keep]
         kept_turns = q_turns[keep]
         self.ask_local = np.flatnonzero(np.r_[True, kept_turns[1:] != kept_turns[:-1]]) if kept_turns.size else empty
-        for arr in (self.sent_w, self.turn_w, self.context_w):
+        for arr in (self.sent_w, self.turn_w, self.context_w, self.act_turn_w):
             arr.flags.writeable = False
 
     @property
@@ -805,7 +883,7 @@ class _Acts:
 
     __slots__ = ("idx", "acts", "sent_w", "turn_w", "active", "table", "echo", "_w_sub")
 
-    def __init__(self, idx: ScopeIndex, h: Any, cos: np.ndarray) -> None:
+    def __init__(self, idx: ScopeIndex, h: Any, cos: np.ndarray, said: Said | None = None) -> None:
         self.idx = idx
         t = self.table = _ActTable.of(idx, h) if cos.size else None
         self.acts = t.acts if t is not None else np.zeros(0, dtype=np.int8)
@@ -818,7 +896,7 @@ class _Acts:
             return
         self.sent_w, self.turn_w, self._w_sub = t.sent_w, t.turn_w, t.w_sub
         # a stored question (nearly) the query itself: the query asked before, no evidence of its own
-        hit = cos[t.q_rows] >= h.echo_cosine
+        hit = repeat_cosines(idx, t.q_rows, cos[t.q_rows], said) >= h.echo_cosine
         if not hit.any():
             return
         self.echo = echo = t.q_rows[hit]
@@ -905,18 +983,111 @@ class _Acts:
         return out
 
 
+#: [D] the replies read for an answer per query: those that inherited their question's topic among this many
+#: best turns (or 4 × k); the classifier reads a few dozen sentences, not the scope
+VETO_CANDIDATES = 50
+
+
+class _Exchange:
+    """[D] Replies read with the turn they answer (``HybridConfig.reply_weight``).
+
+    A reply (the next turn of the thread, by another speaker, after a turn that asks: :class:`_ActTable`
+    ``ask_turns``/``ask_replies``) means what its question asked: "Two weeks." after "How long will you stay
+    in Japan?" is about the trip. It inherits ``reply_weight`` × its own act and role weight × the question's
+    topic (the question turn's raw dense and lexical scores, whoever asked it): an answer, however short,
+    inherits it; "I'm not sure." (a non-answer) hardly; filler not at all. And a turn that only asks never
+    ranks above the reply that answers it.
+    """
+
+    __slots__ = ("asked", "replies", "share", "answered", "lifted")
+
+    @staticmethod
+    def of(acts: _Acts, h: Any) -> _Exchange | None:
+        t = acts.table
+        if t is None or not h.reply_weight or not t.ask_turns.size:
+            return None
+        return _Exchange(t, acts.turn_w, h.reply_weight)
+
+    def __init__(self, t: _ActTable, turn_w: np.ndarray, weight: float) -> None:
+        self.asked, self.replies = t.ask_turns, t.ask_replies
+        self.share = weight * turn_w[self.replies]
+        # the pairs whose question turn only asks (no statement in it) and whose reply says something
+        only_asks = t.act_turn_w[self.asked] < 1.0
+        says = t.act_turn_w[self.replies] >= 1.0
+        self.answered = only_asks & says
+        self.lifted: dict[int, int] = {}  # reply turn -> the question turn it inherited from (set by inherit)
+
+    def inherit(
+        self,
+        raw: TurnDense,
+        rest_weight: float,
+        s_sent: np.ndarray,
+        s_turn: np.ndarray,
+        s_lex: np.ndarray,
+        lex_w: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The channels with each reply's raised to its share of its question's raw scores."""
+        q, r, share = self.asked, self.replies, self.share
+        best = raw.best(rest_weight, missing=0.0)[q]
+        whole = raw.whole()[q]
+        s_sent, s_turn, lex_w = s_sent.copy(), s_turn.copy(), lex_w.copy()
+        up = (share * best > s_sent[r]) | (share * whole > s_turn[r]) | (share * s_lex[q] > lex_w[r])
+        self.lifted = dict(zip(r[up].tolist(), q[up].tolist(), strict=True))
+        s_sent[r] = np.maximum(s_sent[r], share * best)
+        s_turn[r] = np.maximum(s_turn[r], share * whole)
+        lex_w[r] = np.maximum(lex_w[r], share * s_lex[q])
+        return s_sent, s_turn, lex_w
+
+    def veto(
+        self,
+        idx: ScopeIndex,
+        total: np.ndarray,
+        lift: np.ndarray,
+        candidates: np.ndarray,
+        answers: Callable[[ScopeIndex, list[int]], np.ndarray],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``total`` with the inherited ``lift`` taken back from each reply among ``candidates`` that
+        ``answers`` reads as saying nothing (such a reply no longer holds its question below it either), and
+        those replies' rows."""
+        none = np.zeros(0, dtype=np.int64)
+        suspects = [r for r in candidates.tolist() if r in self.lifted]
+        if not suspects:
+            return total, none
+        says = np.asarray(answers(idx, suspects), dtype=bool)
+        mute = [r for r, ok in zip(suspects, says.tolist(), strict=True) if not ok]
+        if not mute:
+            return total, none
+        out = total.copy()
+        rows = np.asarray(mute, dtype=np.int64)
+        out[rows] -= lift[rows]
+        for r in mute:
+            del self.lifted[r]
+        self.answered = self.answered & ~np.isin(self.replies, rows)
+        log.debug("replies read as answering nothing (inherit nothing): %s", mute)
+        return out, rows
+
+    def below_answers(self, total: np.ndarray) -> np.ndarray:
+        """``total`` with each question turn that only asks put just under the reply that answers it."""
+        if not self.answered.any():
+            return total
+        q, r = self.asked[self.answered], self.replies[self.answered]
+        out = total.copy()
+        out[q] = np.minimum(out[q], np.nextafter(out[r], -np.inf))
+        return out
+
+
 #: the modes whose own scores know nothing of dialogue acts: their hits are weighed by them afterwards
 #: (the hybrid weighs every channel itself; ``vector`` and ``bm25`` are the plain dense and lexical baselines
 #: that every evaluation compares against, and stay so)
 ACT_MODES = frozenset({"graph", "pyramid", "entity", "sgrm"})
 
 
-def _by_act(idx: ScopeIndex, ranked: list[Ranked], h: Any, q: np.ndarray) -> list[Ranked]:
+def _by_act(idx: ScopeIndex, ranked: list[Ranked], h: Any, q: np.ndarray, said: Said | None = None) -> list[Ranked]:
     """``ranked`` reordered by each hit's score times its best turn's act weight (:func:`act_weights`: 0 for
     filler alone, less for a question, an echo of the query, a non-answer or a tool's output), so filler
     comes after every hit with content in every mode. Scores below 0 are divided by the weight instead."""
     rows = {r for rk in ranked for r in rk.rows}
-    w = act_weights(idx, rows, h, q) if rows else {}
+    w = act_weights(idx, rows, h, q, said=said) if rows else {}
     if h.assistant_weight != 1.0 and rows:  # the assistant's turns weigh under the user's, as in the hybrid
         said = speakers.assistant_turns(idx)
         for r in rows:
@@ -980,7 +1151,12 @@ def _assistant_sentences(idx: ScopeIndex, h: Any) -> np.ndarray | None:
 
 
 def act_weights(
-    idx: ScopeIndex, rows: Iterable[int], h: Any, q: np.ndarray, cos: np.ndarray | None = None
+    idx: ScopeIndex,
+    rows: Iterable[int],
+    h: Any,
+    q: np.ndarray,
+    cos: np.ndarray | None = None,
+    said: Said | None = None,
 ) -> dict[int, float]:
     """The dialogue-act weight of each turn of ``rows`` that is not 1, as the hybrid weighs it for the query
     vector ``q`` (``HybridConfig`` ``h``: the turn's best sentence weight, echoes of the query included; 0 for
@@ -1005,10 +1181,42 @@ def act_weights(
         asks = np.flatnonzero(a == QUESTION)
         if asks.size:  # echoes of the query (see _Acts)
             asked = cos[lo + asks] if cos is not None else score_rows(idx, q, lo + asks)
-            w[asks[asked >= h.echo_cosine]] = h.echo_weight
+            w[asks[repeat_cosines(idx, lo + asks, asked, said) >= h.echo_cosine]] = h.echo_weight
         best = float(w.max()) * (h.tool_weight if tool[r] else 1.0)
         if best != 1.0:
             out[r] = best
+    return out
+
+
+#: the query embedded as each of some speakers would have said it (:meth:`Retriever.search` ``said``): one row each
+Said = Callable[[Sequence[str]], np.ndarray]
+#: [D] a stored question whose plain cosine to the query is below this is no repeat of it, whoever said it
+#: (the speaker's name in front of a stored sentence lowers an exact repeat's plain cosine to about 0.5-0.6)
+REPEAT_PREFILTER = 0.35
+
+
+def repeat_cosines(idx: ScopeIndex, rows: np.ndarray, plain: np.ndarray, said: Said | None) -> np.ndarray:
+    """The cosine of each stored sentence of ``rows`` to the query as its own speaker would have said it.
+
+    Ingest embeds a sentence as ``"Marco: Where do I work?"`` (``Config.speaker_prefix``), so the plain query
+    "Where do I work?" meets its exact repeat at a cosine of about 0.57, and whether a stored question is the
+    query asked again must be judged on the text: the query is embedded with the speaker's name in front too
+    (``said``) and compared with the rows ``plain`` already finds close. ``plain``: the rows' plain cosines.
+    """
+    out = np.asarray(plain, dtype=np.float64).copy()
+    rows = np.asarray(rows)
+    if said is None or not rows.size:
+        return out
+    near = np.flatnonzero(out >= REPEAT_PREFILTER)
+    if not near.size:
+        return out
+    turns = idx.array("sent_msg")[rows[near]]
+    names = [str(idx.speakers[int(t)]) for t in turns]
+    distinct = list(dict.fromkeys(names))
+    vecs = said(distinct)  # one embedding call for every speaker asked for
+    for name, vec in zip(distinct, vecs, strict=True):
+        at = near[[i for i, nm in enumerate(names) if nm == name]]
+        out[at] = score_rows(idx, vec, rows[at])
     return out
 
 
@@ -1064,8 +1272,14 @@ def exchange_relevance(
     return out
 
 
+def _links(idx: ScopeIndex) -> tuple[np.ndarray, np.ndarray]:
+    """Each turn's cosine to its previous and next turn (:meth:`ScopeIndex.chain_links`): a neighbour's score
+    lifts a turn only as far as the two are about one thing ("Good tip." beside "I'm allergic to shellfish")."""
+    return idx.chain_links()
+
+
 def _neighbour_max(
-    values: np.ndarray, prev: np.ndarray, nxt: np.ndarray, missing: float, idx: ScopeIndex
+    values: np.ndarray, prev: np.ndarray, nxt: np.ndarray, missing: float, idx: ScopeIndex, links: Any = None
 ) -> np.ndarray:
     """The larger of each turn's previous and next turn values (``missing`` at chain ends, for non-finite
     values too), by one gather each from ``values`` extended by ``missing`` (chain ends point past the end)."""
@@ -1079,11 +1293,18 @@ def _neighbour_max(
     if bad.any():
         ext[:n][bad] = missing
     out = ext[at_prev]
+    if links is not None:
+        return np.maximum(out * links[0], ext[at_next] * links[1])
     return np.maximum(out, ext[at_next], out=out)
 
 
-def _group_max(idx: ScopeIndex, values: np.ndarray, codes: str) -> np.ndarray:
-    """For each turn, the best finite value in its group (``idx.array(codes)``: sessions)."""
+def _group_max(idx: ScopeIndex, values: np.ndarray, codes: str, relative: bool = False) -> np.ndarray:
+    """For each turn, the best finite value in its group (``idx.array(codes)``: sessions).
+
+    ``relative``: less the weakest group's best (of the groups with a finite value), so the prior only
+    says which sessions match better than others: the order is the same, but in a chat of one session
+    it lifts no turn (a constant lift would raise every weak turn's relevance toward the best one's).
+    """
     if values.size == 0:
         return values
     groups = idx.array(codes)
@@ -1093,7 +1314,10 @@ def _group_max(idx: ScopeIndex, values: np.ndarray, codes: str) -> np.ndarray:
     # each turn's group, numbered as the segments are (cached): one gather spreads the maxima back
     seg_of = idx.derived(f"segment:{codes}", lambda: _segment_of(order, starts))
     best = np.maximum.reduceat(values[order], starts)
-    best[~np.isfinite(best)] = 0.0
+    finite = np.isfinite(best)
+    if relative and finite.any():
+        best = best - best[finite].min()
+    best[~finite] = 0.0
     return best[seg_of]
 
 

@@ -352,6 +352,22 @@ class SQLiteStore:
                 (identity,),
             )
 
+    def bind_analyzer(self, wanted: str) -> str:
+        """The analyzer the store's lexical terms are written with (:mod:`sgmem.text.lexical`), recorded on first
+        use: ``wanted`` for a store that holds no message yet, ``"snowball"`` for one written before the
+        analyzer was recorded (its terms are Snowball stems). Every add and query of the store uses it."""
+        have = self.meta("analyzer")
+        if have is not None:
+            return have
+        if self.read_only:
+            return "snowball" if self.conn.execute("SELECT 1 FROM messages LIMIT 1").fetchone() else wanted
+        with self.write():
+            have = self.meta("analyzer")
+            if have is None:
+                have = "snowball" if self.conn.execute("SELECT 1 FROM messages LIMIT 1").fetchone() else wanted
+                self.conn.execute("INSERT INTO meta (key, value) VALUES ('analyzer', ?)", (have,))
+        return have
+
     def acts_current(self, identity: str) -> bool:
         """Whether the acts stored with the sentences are ``identity``'s (else they are read anew)."""
         by = self.meta("acts_by")

@@ -1,7 +1,16 @@
 """Lexical analysis shared by the BM25 and lexical channels.
 
 Lower-cased word tokens, English stopwords removed (the list bm25s ships,
-plus chat fillers), Snowball-stemmed with PyStemmer. No downloaded data.
+plus chat fillers), each word reduced to its term by one of two analyzers. No downloaded data.
+
+- ``"lemma"`` (new stores): the word's dictionary form (simplemma's English tables): "managers" and
+  "manager" meet, "manageable" and "manager" do not, "working" and "worked" meet "work".
+- ``"snowball"`` (stores written before the analyzer was recorded): the Snowball English stem (PyStemmer),
+  which also strips derivational endings, so "manageable", "managing" and "manager" all become "manag" and a
+  shared stem counted as a shared word.
+
+A store records the analyzer its terms were written with (``SQLiteStore.bind_analyzer``) and every query of
+it is analyzed the same way.
 """
 
 from __future__ import annotations
@@ -10,7 +19,7 @@ import re
 import warnings
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "analyze", "has_word", "stem_terms", "tokenize"]
+__all__ = ["ANALYZERS", "DEFAULT_ANALYZER", "STOPWORDS", "analyze", "has_word", "stem_terms", "term_forms", "tokenize"]
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 
@@ -76,12 +85,33 @@ def has_word(text: str) -> bool:
     return _WORD.search(text.lower()) is not None
 
 
+#: the analyzers a store's terms may be written with (module docstring)
+ANALYZERS = ("lemma", "snowball")
+#: [D] what a new store is written with: lemmas count a shared word, not a shared stem. Measured on the
+#: LoCoMo dev split (in-sample recall@10, cat 1-4): 81.95 against 82.08 with Snowball stems (R@5 74.30 / 74.34)
+DEFAULT_ANALYZER = "lemma"
+
+
 def stem_terms(words: list[str]) -> list[str]:
     """Stem words with the Snowball English stemmer."""
     return list(_stemmer().stemWords(words))
 
 
-def as_written(text: str, terms: list[str]) -> list[str]:
+@lru_cache(maxsize=1 << 16)
+def _lemma(word: str) -> str:
+    import simplemma
+
+    return str(simplemma.lemmatize(word, lang="en")).lower()
+
+
+def term_forms(words: list[str], analyzer: str = DEFAULT_ANALYZER) -> list[str]:
+    """Each word's term under ``analyzer`` (:data:`ANALYZERS`): its lemma or its Snowball stem."""
+    if analyzer == "snowball":
+        return stem_terms(words)
+    return [_lemma(w) for w in words]
+
+
+def as_written(text: str, terms: list[str], analyzer: str = DEFAULT_ANALYZER) -> list[str]:
     """The words of ``text`` whose :func:`analyze` term is in ``terms``, as written there, in its order.
 
     Shows a user which of their words matched ("Alice", "managing") rather than the stems ("alic",
@@ -90,7 +120,7 @@ def as_written(text: str, terms: list[str]) -> list[str]:
     wanted = set(terms)
     out: dict[str, None] = {}
     found: set[str] = set()
-    for word, stem in _written_stems(text):
+    for word, stem in _written_stems(text, analyzer):
         if stem in wanted:
             out.setdefault(word, None)
             found.add(stem)
@@ -98,7 +128,7 @@ def as_written(text: str, terms: list[str]) -> list[str]:
 
 
 @lru_cache(maxsize=64)
-def _written_stems(text: str) -> tuple[tuple[str, str], ...]:
+def _written_stems(text: str, analyzer: str = DEFAULT_ANALYZER) -> tuple[tuple[str, str], ...]:
     """Each content word of ``text`` as written (a possessive cut off) and its stem, in order: one query's
     hits each show their matched words, and the query is stemmed once for all of them."""
     words, bare_words = [], []
@@ -108,13 +138,13 @@ def _written_stems(text: str) -> tuple[tuple[str, str], ...]:
         if bare and bare not in STOPWORDS:
             words.append(word[: len(bare)])
             bare_words.append(bare)
-    return tuple(zip(words, stem_terms(bare_words), strict=True))
+    return tuple(zip(words, term_forms(bare_words, analyzer), strict=True))
 
 
-def analyze(text: str) -> list[str]:
-    """Content terms of ``text``: tokenised, stopwords dropped, stemmed.
+def analyze(text: str, analyzer: str = DEFAULT_ANALYZER) -> list[str]:
+    """Content terms of ``text``: tokenised, stopwords dropped, each word reduced by ``analyzer``.
 
-    Possessives are reduced ("Caroline's" → "carolin").
+    Possessives are reduced ("Caroline's" → "caroline"; Snowball: "carolin").
     """
     words = []
     for w in tokenize(text):
@@ -122,4 +152,4 @@ def analyze(text: str) -> list[str]:
             w = w[:-2]
         if w and w not in STOPWORDS:
             words.append(w)
-    return stem_terms(words)
+    return term_forms(words, analyzer)

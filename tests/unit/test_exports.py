@@ -55,9 +55,11 @@ SUBPACKAGES = {
     "sgmem.embed": [
         "DEFAULT_MODEL_NAME",
         "Embedder",
+        "MULTILINGUAL_MODEL_NAME",
         "SentenceTransformerEmbedder",
         "check_embeddings",
         "default_embedder",
+        "multilingual_embedder",
     ],
     "sgmem.store": ["DB_FILENAME", "SCHEMA_VERSION", "SQLiteStore"],
     "sgmem.retrieval": ["Ranked", "Retriever", "ScopeIndex"],
