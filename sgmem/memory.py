@@ -49,8 +49,9 @@ from .retrieval.search import (
 from .store.forks import guard_at_fork
 from .store.paths import resolve_store_path
 from .store.pgsql import redact
-from .store.postgres import PostgresStore, is_postgres_target, is_url, server_dense
+from .store.postgres import PostgresStore, server_dense
 from .store.sqlite import SQLiteStore
+from .targets import is_postgres_target, is_url
 from .text.acts import ActClassifier, act_model, acts_identity
 from .text.lexical import as_written
 from .text.tokens import count_tokens

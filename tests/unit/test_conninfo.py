@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import sgmem
-from sgmem.store.conninfo import redact, scrub, without_passwords
+from sgmem.targets import redact, scrub, without_passwords
 
 from .helpers import HashEmbedder
 
