@@ -99,7 +99,8 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
             :meth:`warmup`) instead of inside the first ``add`` or ``search``.
         read_only: open an existing store without writing to it (searches
             and reads work; ``add``/``delete`` raise :class:`sgmem.StoreError`).
-            The files' permissions are never changed, and no index cache is saved.
+            The files' permissions are never changed, no index cache is saved, and
+            closing leaves the directory as it was (SQLite's log files included).
 
     ``path`` may start with ``~`` (expanded); ``""`` is refused rather than
     taken as the current directory.

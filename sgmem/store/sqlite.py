@@ -47,7 +47,7 @@ from ..types import Message, ScopeStats
 from .batch import INSERT_MESSAGE, INSERT_SENTENCE, insert_rest, insert_with_ids, message_values, plan_rounds
 from .connection import Conn, is_locked, statements
 from .forks import guard_at_fork
-from .paths import unusable_reason
+from .paths import LOG_SUFFIXES, remove_reader_logs, unusable_reason
 from .rows import MessageRow, SentenceRow
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -173,6 +173,8 @@ class SQLiteStore:
     """
 
     _checkpointer: Checkpointer | None = None
+    #: the database whose log files a read-only opening made SQLite create (removed at close)
+    _reader_logs: str | None = None
     #: a scrub found undone when the store opened could not finish yet (see :meth:`_scrub_on_open`)
     scrub_pending = False
 
@@ -222,6 +224,12 @@ class SQLiteStore:
             if problem is not None:
                 raise problem
         new_file = self.dir is not None and not (self.dir / DB_FILENAME).exists()
+        # a reader that finds no log files leaves none (SQLite creates them for it): docs/ui.md, no file written
+        self._reader_logs = (
+            target
+            if read_only and self.dir is not None and not any(os.path.exists(target + s) for s in LOG_SUFFIXES)
+            else None
+        )
         try:
             uri = f"file:{quote(target)}?mode=ro" if read_only and self.dir is not None else target
             self._raw = sqlite3.connect(
@@ -254,6 +262,8 @@ class SQLiteStore:
             if raw is not None:
                 with contextlib.suppress(sqlite3.Error):
                     raw.close()
+            if self._reader_logs is not None:
+                remove_reader_logs(self._reader_logs)
             if isinstance(exc, StoreBusyError):
                 raise StoreBusyError(
                     f"store {target!r} stayed locked by another connection for {busy_timeout_s}s while opening; "
@@ -520,6 +530,9 @@ class SQLiteStore:
         with self._lock:
             with contextlib.suppress(sqlite3.Error):
                 self._raw.close()
+            if self._reader_logs is not None:
+                remove_reader_logs(self._reader_logs)
+                self._reader_logs = None
 
     # ------------------------------------------------------------------ scopes
     def scope_id(self, name: str, *, create: bool = False) -> int | None:
