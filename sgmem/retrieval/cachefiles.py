@@ -260,9 +260,10 @@ def _load_ann(path: str, recorded: Any, expected: Any, idx: ScopeIndex) -> Any:
 
 
 def discard_cache(directory: Path | None, scope_id: int) -> None:
-    """Remove a scope's cache files (after a delete)."""
+    """Remove a scope's cache files (after a delete), and the temporary ones a save torn part-way left."""
     if directory is None:
         return
     for suffix in _SUFFIXES:
-        with contextlib.suppress(OSError):
-            os.remove(directory / f"scope-{scope_id}{suffix}")
+        for name in (f"scope-{scope_id}{suffix}", f"scope-{scope_id}{suffix}.tmp"):
+            with contextlib.suppress(OSError):
+                os.remove(directory / name)
