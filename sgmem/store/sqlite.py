@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import random
+import secrets
 import sqlite3
 import threading
 import time
@@ -554,9 +555,18 @@ class SQLiteStore:
         return int(row[0]) if row else -1
 
     def bump_generation(self, scope_id: int) -> int:
-        """Mark the scope changed; return the new generation."""
-        self.conn.execute("UPDATE scopes SET generation = generation + 1 WHERE id = ?", (scope_id,))
+        """Mark the scope changed (a new generation, and a new random :meth:`stamp`); return the new generation."""
+        self.conn.execute(
+            "UPDATE scopes SET generation = generation + 1, stamp = ? WHERE id = ?",
+            (secrets.randbits(62) + 1, scope_id),
+        )
         return self.generation(scope_id)
+
+    def stamp(self, scope_id: int) -> int:
+        """The random number the scope's last write drew (0 before any since migration ``0011``): the same
+        generation reached by other writes (a restored backup written again) has another."""
+        row = self.conn.execute("SELECT stamp FROM scopes WHERE id = ?", (scope_id,)).fetchone()
+        return int(row[0]) if row else -1
 
     def scope_names(self) -> list[str]:
         """Every scope that holds at least one message."""

@@ -150,7 +150,7 @@ def test_files_from_before_another_writer_deleted_rows_are_not_used(tmp_path: Pa
 
 
 def test_files_from_another_history_of_the_database_are_not_used(tmp_path: Path, rows_read: list[int]) -> None:
-    """A backup restored and written again up to the same generation: caught by the probe rows."""
+    """A backup restored and written again up to the same generation: caught by the stamp of that write."""
     emb = FastEmbedder()
     store = tmp_path / "store"
     with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
@@ -178,6 +178,64 @@ def test_files_from_another_history_of_the_database_are_not_used(tmp_path: Path,
     assert rebuilt
     assert not any(i.startswith(("b000008", "b000009", "b000010", "b000011")) for hits in got for i in hits)
     assert got == _rebuilt_answers(store, emb, tmp_path)
+
+
+def _diary(city: str) -> list[dict[str, Any]]:
+    """A thread of 21 turns; turn 6, neither the first, the middle nor the last, names ``city``."""
+    at = "2024-03-01T09:00:00Z"
+    notes = [{"id": f"d{i}", "role": "user", "content": f"Diary note {i}: the garden needed water.", "at": at}
+             for i in range(21)]  # fmt: skip
+    notes[6] = {"id": "d6", "role": "user", "content": f"I moved to {city} last spring.", "at": at}
+    return notes
+
+
+def _restore_db(store: Path, backup: Path) -> None:
+    for extra in ("sgmem.db-wal", "sgmem.db-shm"):
+        (store / extra).unlink(missing_ok=True)
+    shutil.copy2(backup, store / "sgmem.db")
+
+
+def test_a_restored_backup_written_again_with_one_middle_turn_changed_is_not_served_stale(
+    tmp_path: Path, rows_read: list[int]
+) -> None:
+    """The same thread written again after a restore, one turn no probe row reads changed to a text of the
+    same size: dates, ids, generation and row counts all equal the saved files'."""
+    emb = FastEmbedder()
+    store = tmp_path / "store"
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        mem.add(batch(0, BATCH), scope="u", thread="intro")
+    shutil.copy2(store / "sgmem.db", tmp_path / "backup.db")
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        mem.add(_diary("Paris"), scope="u", thread="diary")
+        assert mem.search("I moved to Paris", scope="u", k=1)[0].message_ids == ("d6",)
+    saved = tmp_path / "saved"
+    shutil.copytree(store / "faiss", saved, copy_function=shutil.copy2)
+    _restore_db(store, tmp_path / "backup.db")
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:  # the diary again, turn 6 rewritten
+        mem.add(_diary("Milan"), scope="u", thread="diary")
+    shutil.rmtree(store / "faiss")  # the files of before the restore, as a writer killed before its save left them
+    shutil.copytree(saved, store / "faiss", copy_function=shutil.copy2)
+    _restore_signatures(store / "faiss")
+    meta = json.loads((store / "faiss" / "scope-1.json").read_text())
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        assert mem._store.generation(1) == meta["generation"]
+        assert mem.stats("u").scopes[0].messages == meta["n_turns"]
+    rows_read.clear()
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        got = _paris(mem)
+    rebuilt = bool(rows_read)
+    copy = tmp_path / "no-cache"
+    shutil.copytree(store, copy)
+    shutil.rmtree(copy / "faiss")
+    with sgmem.Memory(copy, embedder=emb, config=HNSW) as mem:
+        # the Milan turn at the Milan text's own relevance (stale, its Paris vector gave it 0.756)
+        assert got == _paris(mem)
+    assert rebuilt
+
+
+def _paris(mem: sgmem.Memory) -> list[tuple[Any, ...]]:
+    hits = mem.search("I moved to Paris", scope="u", k=5, min_score=0)
+    return [(h.message_ids, h.text, round(h.score, 6), round(h.relevance, 6)) for h in hits]
 
 
 @pytest.mark.parametrize("how", ["rewritten", "truncated", "other-store"])
