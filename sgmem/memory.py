@@ -29,6 +29,7 @@ from .entities.extract import TypeModel
 from .entities.index import EntityCache
 from .entities.retrieve import EntityTools
 from .errors import ConfigError, InvalidInputError, SgmemError, StoreError
+from .forks import guard_at_fork
 from .gate.blas import single_thread_blas
 from .llm import LLM
 from .neighbours import NeighbourMethods
@@ -46,7 +47,6 @@ from .retrieval.search import (
     exchange_relevance,
     questions_answered,
 )
-from .store.forks import guard_at_fork
 from .store.paths import resolve_store_path
 from .store.pgsql import redact
 from .store.postgres import PostgresStore, server_dense
@@ -215,7 +215,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         self._entity_scopes: set[int] = set()  # scopes this Memory wrote entities to: close() flushes them
         self._types = TypeModel(self._words, self.config.entities)
         self._lock = threading.RLock()
-        guard_at_fork(self, "_lock", rank=0)  # held across a fork, before its store's (sgmem.store.forks)
+        guard_at_fork(self, "_lock", rank=0)  # held across a fork, before its store's (sgmem.forks)
         self._closed = False
         # a delete's checkpoint could not complete yet (see scrub()); or one a killed process left undone
         self._unscrubbed = bool(getattr(self._store, "scrub_pending", False))

@@ -44,10 +44,10 @@ from ..errors import (
     StoreBusyError,
     StoreError,
 )
+from ..forks import guard_at_fork
 from ..types import Message, ScopeStats
 from .batch import INSERT_MESSAGE, INSERT_SENTENCE, insert_rest, insert_with_ids, message_values, plan_rounds
 from .connection import Conn, is_locked, statements
-from .forks import guard_at_fork
 from .paths import LOG_SUFFIXES, remove_reader_logs, unusable_reason
 from .rows import MessageRow, SentenceRow
 from .schema import MIGRATIONS, SCHEMA_VERSION
@@ -77,7 +77,7 @@ class Checkpointer:
     log from the beginning again. SQLite's checkpoint is crash safe at any
     point; durability is the same (the log is fsynced before its pages are
     copied). Kicks while a checkpoint runs are coalesced into one more run.
-    A fork waits for a checkpoint in progress to end (:mod:`sgmem.store.forks`:
+    A fork waits for a checkpoint in progress to end (:mod:`sgmem.forks`:
     a child would inherit SQLite's record of its lock with no thread to release
     it); a forked child starts a thread and connection of its own at its first kick.
     """

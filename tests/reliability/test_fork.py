@@ -12,7 +12,10 @@ log. The store now holds off a fork until the checkpoint in progress is over
 from __future__ import annotations
 
 import multiprocessing
+import sys
 import threading
+import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -73,3 +76,81 @@ def test_children_forked_while_the_checkpointer_runs_delete_and_scrub(tmp_path: 
     assert [r for r in results if r != (1, True, "")] == [], results
     assert children == {f"child-{i}" for i in range(N_FORKS)}
     assert not left & {f"a{i}-m0" for i in range(N_FORKS)}
+
+
+#: a child that is fine answers in seconds; one stuck on a lock its parent's thread held (the bugs below) never does
+CHILD_ANSWER_S = 60.0
+
+
+def _add_in_child(mem: sgmem.Memory, out: Any) -> None:
+    try:
+        res = mem.add([{"role": "user", "content": "the child writes after the fork"}], scope="child", thread="t")
+        out.send(("added", res.messages))
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        out.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def _fork_and_add(mem: sgmem.Memory) -> tuple[str, Any]:
+    """Fork now; the child adds a message with the Memory it inherited. Its answer, or why there is none."""
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_add_in_child, args=(mem, send))
+    proc.start()
+    got = recv.recv() if recv.poll(CHILD_ANSWER_S) else ("hang", f"no answer from the child in {CHILD_ANSWER_S} s")
+    proc.join(30)
+    if proc.is_alive():  # stuck on a lock it inherited: not left behind
+        proc.kill()
+        proc.join(10)
+    return got
+
+
+class _SlowLoadingModel:
+    """Stands in for ``sentence_transformers.SentenceTransformer``: a model whose load takes a while."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        time.sleep(1.0)
+        self._inner = FastEmbedder(dim=384)
+
+    def get_sentence_embedding_dimension(self) -> int:
+        return 384
+
+    def encode(self, texts: list[str], **kwargs: Any) -> Any:
+        return self._inner.embed(texts)
+
+
+def test_a_child_forked_while_warmup_loads_the_model_can_add(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The docs suggest ``Memory.warmup()`` on a thread at start-up; a pre-forking server forks meanwhile."""
+    fake = types.ModuleType("sentence_transformers")
+    fake.SentenceTransformer = _SlowLoadingModel  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sentence_transformers", fake)
+    embedder = sgmem.SentenceTransformerEmbedder(dim=384)  # the default model, loaded lazily
+    with sgmem.Memory(tmp_path / "store", embedder=embedder) as mem:
+        warm = threading.Thread(target=mem.warmup)
+        warm.start()
+        while not embedder._lock.locked():  # the load has begun (it holds the embedder's lock)
+            time.sleep(0.001)
+        got = _fork_and_add(mem)
+        warm.join(30)
+    assert got == ("added", 1), got
+
+
+def test_a_child_forked_while_another_thread_opens_a_memory_can_add(tmp_path: Path) -> None:
+    """Opening a Memory registers its locks for forks (``guard_at_fork``); a fork in the middle of that
+    (about 1 in 300 forks while another thread opens one) copied the registry's lock held."""
+    from sgmem import forks
+
+    with sgmem.Memory(tmp_path / "store", embedder=FastEmbedder()) as mem:
+        mem.add([{"role": "user", "content": "the parent was here"}], scope="parent", thread="t")
+        inside = threading.Event()
+
+        def registering() -> None:  # another thread, inside guard_at_fork's registration
+            with forks._registry_lock:
+                inside.set()
+                time.sleep(0.5)
+
+        other = threading.Thread(target=registering)
+        other.start()
+        inside.wait(10)
+        got = _fork_and_add(mem)
+        other.join(10)
+    assert got == ("added", 1), got
