@@ -5,14 +5,16 @@ the child. A lock another thread held at that moment stays held in the child
 forever, and so does a lock SQLite's own bookkeeping records for a connection
 in mid-checkpoint (the background checkpointer's): every scrub in the child
 then waited ``busy_timeout_s`` and failed. So before a fork the forking thread
-takes, in a fixed order, the locks of every open ``Memory``, store and
-checkpointer (waiting for the add, delete or checkpoint in progress to end),
-and releases them after it in both processes; in the child, objects whose
-threads did not survive (the checkpointer) reset themselves.
+takes, in a fixed order, the locks of every open ``Memory``, store,
+checkpointer and embedder (waiting for the add, delete, checkpoint or model
+load in progress to end), then this registry's own lock (no other thread is
+then registering a ``Memory`` it opens), and releases them after it in both
+processes; in the child, objects whose threads did not survive (the
+checkpointer) reset themselves.
 
 A lock that stays held for ``FORK_WAIT_S`` (a long import on another thread) is
-skipped rather than block the fork indefinitely: that child may then find it
-held, as before.
+skipped rather than block the fork indefinitely: the child then resets what it
+can (the registry's lock, an embedder's) and may find the rest held, as before.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ logger = logging.getLogger(__name__)
 FORK_WAIT_S = 30.0
 
 _registry_lock = threading.Lock()
+_registry_held = False  # this process's forking thread holds _registry_lock (between _before and the after)
 # (rank, serial) -> (owner, attribute of its lock): ranks give the order code takes them in (Memory, then its
 # store, then the store's checkpointer), so the forking thread waits in the same order as every other thread
 _guarded: dict[tuple[int, int], tuple[weakref.ref[Any], str]] = {}
@@ -60,6 +63,7 @@ def _owners() -> list[tuple[Any, str]]:
 
 
 def _before() -> None:
+    global _registry_held
     _held.clear()
     for owner, attribute in _owners():
         lock = getattr(owner, attribute, None)
@@ -71,6 +75,11 @@ def _before() -> None:
             logger.warning(
                 "fork: %s.%s stayed held for %ss; forking without it", type(owner).__name__, attribute, FORK_WAIT_S
             )
+    # last (a thread registering holds no guarded lock the fork waits for): a thread inside guard_at_fork at
+    # the fork would leave the child's registry locked for ever, and the child's after-fork handler waits on it
+    _registry_held = _registry_lock.acquire(timeout=FORK_WAIT_S)
+    if not _registry_held:
+        logger.warning("fork: the registry of stores stayed held for %ss; forking without it", FORK_WAIT_S)
 
 
 def _release() -> list[Any]:
@@ -83,10 +92,17 @@ def _release() -> list[Any]:
 
 
 def _after_in_parent() -> None:
+    global _registry_held
+    if _registry_held:
+        _registry_held = False
+        _registry_lock.release()
     _release()
 
 
 def _after_in_child() -> None:
+    global _registry_lock, _registry_held
+    # the child has one thread: a fresh lock, whether the fork held the old one or another thread did
+    _registry_lock, _registry_held = threading.Lock(), False
     _release()
     for owner, _ in _owners():
         reset = getattr(owner, "_after_fork_in_child", None)

@@ -216,6 +216,9 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         self._types = TypeModel(self._words, self.config.entities)
         self._lock = threading.RLock()
         guard_at_fork(self, "_lock", rank=0)  # held across a fork, before its store's (sgmem.forks)
+        # held by warmup(): a fork waits for it, so a child never inherits a load or an import half done
+        self._warming = threading.Lock()
+        guard_at_fork(self, "_warming", rank=0)
         self._closed = False
         # a delete's checkpoint could not complete yet (see scrub()); or one a killed process left undone
         self._unscrubbed = bool(getattr(self._store, "scrub_pending", False))
@@ -235,18 +238,21 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         ``search`` takes the model's load time (1–3 s on an idle laptop, tens
         of seconds on a busy machine) on top of its own. Runs one tiny embedding
         and one token count; calling it again costs a few milliseconds.
-        ``Memory(path, preload=True)`` calls it from the constructor.
+        ``Memory(path, preload=True)`` calls it from the constructor. Run on a
+        thread at start-up, it holds off a ``fork()`` until it is done, so a
+        child process never inherits a model or an import half loaded.
 
         Returns:
             Seconds it took.
         """
         self._check_open()
         t0 = time.perf_counter()
-        load = getattr(self.embedder, "load", None)
-        if callable(load):
-            load()
-        check_embeddings(self.embedder, ["warm-up"], self.embedder.embed(["warm-up"]))
-        count_tokens("warm-up")
+        with self._warming:
+            load = getattr(self.embedder, "load", None)
+            if callable(load):
+                load()
+            check_embeddings(self.embedder, ["warm-up"], self.embedder.embed(["warm-up"]))
+            count_tokens("warm-up")
         return time.perf_counter() - t0
 
     # ------------------------------------------------------------- lifecycle
