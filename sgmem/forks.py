@@ -7,14 +7,14 @@ in mid-checkpoint (the background checkpointer's): every scrub in the child
 then waited ``busy_timeout_s`` and failed. So before a fork the forking thread
 takes, in a fixed order, the locks of every open ``Memory``, store,
 checkpointer and embedder (waiting for the add, delete, checkpoint or model
-load in progress to end), then this registry's own lock (no other thread is
-then registering a ``Memory`` it opens), and releases them after it in both
-processes; in the child, objects whose threads did not survive (the
-checkpointer) reset themselves.
+load in progress to end), and releases them after it in both processes; in
+the child, objects whose threads did not survive (the checkpointer) reset
+themselves, and so does this registry's own lock (another thread may have
+been registering a ``Memory`` it was opening).
 
 A lock that stays held for ``FORK_WAIT_S`` (a long import on another thread) is
 skipped rather than block the fork indefinitely: the child then resets what it
-can (the registry's lock, an embedder's) and may find the rest held, as before.
+can (an embedder's lock) and may find the rest held, as before.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ logger = logging.getLogger(__name__)
 FORK_WAIT_S = 30.0
 
 _registry_lock = threading.Lock()
-_registry_held = False  # this process's forking thread holds _registry_lock (between _before and the after)
 # (rank, serial) -> (owner, attribute of its lock): ranks give the order code takes them in (Memory, then its
 # store, then the store's checkpointer), so the forking thread waits in the same order as every other thread
 _guarded: dict[tuple[int, int], tuple[weakref.ref[Any], str]] = {}
@@ -63,7 +62,6 @@ def _owners() -> list[tuple[Any, str]]:
 
 
 def _before() -> None:
-    global _registry_held
     _held.clear()
     for owner, attribute in _owners():
         lock = getattr(owner, attribute, None)
@@ -75,11 +73,6 @@ def _before() -> None:
             logger.warning(
                 "fork: %s.%s stayed held for %ss; forking without it", type(owner).__name__, attribute, FORK_WAIT_S
             )
-    # last (a thread registering holds no guarded lock the fork waits for): a thread inside guard_at_fork at
-    # the fork would leave the child's registry locked for ever, and the child's after-fork handler waits on it
-    _registry_held = _registry_lock.acquire(timeout=FORK_WAIT_S)
-    if not _registry_held:
-        logger.warning("fork: the registry of stores stayed held for %ss; forking without it", FORK_WAIT_S)
 
 
 def _release() -> list[Any]:
@@ -92,17 +85,15 @@ def _release() -> list[Any]:
 
 
 def _after_in_parent() -> None:
-    global _registry_held
-    if _registry_held:
-        _registry_held = False
-        _registry_lock.release()
     _release()
 
 
 def _after_in_child() -> None:
-    global _registry_lock, _registry_held
-    # the child has one thread: a fresh lock, whether the fork held the old one or another thread did
-    _registry_lock, _registry_held = threading.Lock(), False
+    global _registry_lock
+    # another thread may have been inside guard_at_fork at the fork (opening a Memory): the child, which has
+    # this thread alone, would wait for ever on the lock it held; the registry itself is whole between two
+    # of that thread's steps
+    _registry_lock = threading.Lock()
     _release()
     for owner, _ in _owners():
         reset = getattr(owner, "_after_fork_in_child", None)
