@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import stat
 from pathlib import Path
 from typing import Any
@@ -236,6 +237,111 @@ def test_a_restored_backup_written_again_with_one_middle_turn_changed_is_not_ser
 def _paris(mem: sgmem.Memory) -> list[tuple[Any, ...]]:
     hits = mem.search("I moved to Paris", scope="u", k=5, min_score=0)
     return [(h.message_ids, h.text, round(h.score, 6), round(h.relevance, 6)) for h in hits]
+
+
+def test_files_written_by_another_sgmem_version_are_not_used(tmp_path: Path, rows_read: list[int]) -> None:
+    """Persisted files record the library's version; another version's files are rebuilt, never read as ours."""
+    emb = FastEmbedder()
+    store = tmp_path / "store"
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        _fill(mem, range(6))
+        before = _answers(mem)
+    for meta_path in (store / "faiss").glob("scope-*.json"):
+        meta = json.loads(meta_path.read_text())
+        meta["library"] = "0.0.1"  # everything else as saved
+        meta_path.write_text(json.dumps(meta))
+    got, rebuilt = _reopened(store, emb, rows_read)
+    assert rebuilt and got == before
+
+
+#: a dog's chat whose two replies say nothing in words no rule lists (the classifier reads them as non-answers,
+#: the word rules as statements); the first, middle and last sentences (the probe rows) read alike for both
+PUPPY = [
+    {"id": "p0", "role": "user", "content": "We adopted a puppy called Biscuit last spring."},
+    {"id": "p1", "role": "assistant", "content": "What breed is Biscuit?"},
+    {"id": "p2", "role": "user", "content": "I couldn't tell you, it's been ages."},
+    {"id": "p3", "role": "assistant", "content": "Does Biscuit like walks?"},
+    {"id": "p4", "role": "user", "content": "Biscuit loves long walks by the river."},
+    {"id": "p5", "role": "assistant", "content": "Hmm, I'd have to check my notes on that."},
+    {"id": "p6", "role": "user", "content": "My sister lives in Lisbon."},
+]
+
+
+def _breed(mem: sgmem.Memory) -> list[tuple[Any, ...]]:
+    hits = mem.search("What breed is Biscuit?", scope="u", k=7, min_score=0)
+    return [(h.message_ids, round(h.score, 6), round(h.relevance, 6)) for h in hits]
+
+
+def test_files_saved_under_another_act_classifier_are_not_used(
+    tmp_path: Path, rows_read: list[int], embedder: sgmem.Embedder
+) -> None:
+    """Switching ``Config.acts`` reads every sentence's act anew and stores it; files of the former
+    classifier's acts, left by a process killed before its save, would rank by the old acts."""
+    rules, model = sgmem.Config(acts="rules"), sgmem.Config(acts="model")
+    store = tmp_path / "store"
+    with sgmem.Memory(store, embedder=embedder, config=rules) as mem:
+        mem.add(PUPPY, scope="u", thread="t", at="2024-03-01T10:00:00Z")
+        _breed(mem)  # loaded: saved at close with the rules' acts
+    saved = tmp_path / "saved"
+    shutil.copytree(store / "faiss", saved, copy_function=shutil.copy2)
+    with sgmem.Memory(store, embedder=embedder, config=model) as mem:
+        _breed(mem)  # the classifier reads and stores every act (no write: the generation is the same)
+    shutil.rmtree(store / "faiss")
+    shutil.copytree(saved, store / "faiss", copy_function=shutil.copy2)
+    _restore_signatures(store / "faiss")
+    rows_read.clear()
+    with sgmem.Memory(store, embedder=embedder, config=model) as mem:
+        got = _breed(mem)
+    rebuilt = bool(rows_read)
+    copy = tmp_path / "no-cache"
+    shutil.copytree(store, copy)
+    shutil.rmtree(copy / "faiss")
+    with sgmem.Memory(copy, embedder=embedder, config=model) as mem:
+        assert got == _breed(mem)
+    assert rebuilt
+
+
+def _pre_stamp_store(path: Path, emb: FastEmbedder, texts: list[str]) -> None:
+    """A store of one thread whose scope was last written before stamps existed (stamp 0), index files saved."""
+    at = "2024-03-01T10:00:00Z"
+    with sgmem.Memory(path, embedder=emb) as mem:
+        mem.add(
+            [{"id": f"m{i}", "role": "user", "content": t, "at": at} for i, t in enumerate(texts)],
+            scope="u",
+            thread="t",
+        )
+    db = sqlite3.connect(path / "sgmem.db")
+    db.execute("UPDATE scopes SET stamp = 0")
+    db.commit()
+    db.close()
+    with sgmem.Memory(path, embedder=emb) as mem:
+        mem.search("anything", scope="u")  # the index loaded: saved at close, with stamp 0
+
+
+def test_files_of_another_store_with_the_same_ids_dates_and_shape_are_not_used(
+    tmp_path: Path, rows_read: list[int]
+) -> None:
+    """Neither stamp tells them apart (both 0: scopes not written since stamps were added), nor the probe rows'
+    ids, dates, owners and acts: the probe rows' vectors do."""
+    emb = FastEmbedder()
+    mine = ["I grow tomatoes on the balcony.", "The tomatoes need water daily.", "My balcony faces south."]
+    theirs = ["We sail to Corsica in August.", "The boat sleeps six people.", "Corsica has great beaches."]
+    store, other = tmp_path / "store", tmp_path / "other"
+    _pre_stamp_store(store, emb, mine)
+    _pre_stamp_store(other, emb, theirs)
+    shutil.rmtree(store / "faiss")
+    shutil.copytree(other / "faiss", store / "faiss")
+    _restore_signatures(store / "faiss")
+    rows_read.clear()
+    with sgmem.Memory(store, embedder=emb) as mem:
+        got = [(h.message_ids, round(h.score, 6)) for h in mem.search("Where do we sail in August?", scope="u", k=3)]
+    rebuilt = bool(rows_read)
+    copy = tmp_path / "no-cache"
+    shutil.copytree(store, copy)
+    shutil.rmtree(copy / "faiss")
+    with sgmem.Memory(copy, embedder=emb) as mem:
+        want = [(h.message_ids, round(h.score, 6)) for h in mem.search("Where do we sail in August?", scope="u", k=3)]
+    assert got == want and rebuilt
 
 
 @pytest.mark.parametrize("how", ["rewritten", "truncated", "other-store"])

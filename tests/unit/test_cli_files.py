@@ -152,3 +152,45 @@ def test_json_output_is_json_whatever_the_memories_hold(
     assert code == 0 and json.loads(out)[0]["text"] == text
     # and nothing in it drives a terminal: the control characters are JSON escapes
     assert not any(c in out for c in "\x1b\x85\x92\u202e")
+
+
+def test_the_same_message_in_two_threads_or_twice_in_one_is_stored_each_time(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A message without an id gets one from its thread, its position and its text: "ok" said twice, or the same
+    greeting opening two threads, are different messages."""
+    data = {
+        "monday": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}],
+        "tuesday": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "ok"},
+            {"role": "assistant", "content": "ok"},
+        ],
+    }
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    code, out, err = run(["ingest", str(path), "--scope", "alice", "--path", str(store)], capsys)
+    assert code == 0, err
+    assert [(m.thread, m.content) for m in stored(store)] == [
+        ("monday", "hi"),
+        ("monday", "ok"),
+        ("tuesday", "hi"),
+        ("tuesday", "ok"),
+        ("tuesday", "ok"),
+    ]
+    assert len({m.id for m in stored(store)}) == 5
+
+
+def test_a_message_edited_in_the_file_is_stored_when_ingested_again(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The edited text is not taken for the message already stored (nor refused as an id clash)."""
+    path = tmp_path / "chat.json"
+    msgs = [{"role": "user", "content": "The budget is 6000 euros."}, {"role": "assistant", "content": "Noted."}]
+    path.write_text(json.dumps({"plan": msgs}), encoding="utf-8")
+    assert run(["ingest", str(path), "--scope", "alice", "--path", str(store)], capsys)[0] == 0
+    msgs[0]["content"] = "The budget is 7000 euros."
+    path.write_text(json.dumps({"plan": msgs}), encoding="utf-8")
+    code, _, err = run(["ingest", str(path), "--scope", "alice", "--path", str(store)], capsys)
+    assert code == 0, err
+    assert "The budget is 7000 euros." in [m.content for m in stored(store)]
