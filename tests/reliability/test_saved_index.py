@@ -130,24 +130,37 @@ def test_the_cache_files_are_the_owners_alone(tmp_path: Path) -> None:
         assert stat.S_IMODE(p.stat().st_mode) == 0o600, p.name
 
 
+def _unstamped(store: Path) -> None:
+    """The store as an sgmem from before stamps (schema 10) leaves it: every scope's stamp 0, and a write by
+    such a process (one still running beside an upgraded one) draws none."""
+    db = sqlite3.connect(store / "sgmem.db")
+    db.execute("UPDATE scopes SET stamp = 0")
+    db.commit()
+    db.close()
+
+
 def test_files_from_before_another_writer_deleted_rows_are_not_used(tmp_path: Path, rows_read: list[int]) -> None:
-    """Caught by the generation: the rows the files hold at the probes are all still stored."""
+    """Caught by the generation: the rows the files hold at the probes are all still stored, and the writer, an
+    sgmem from before stamps, drew no new stamp."""
     emb = FastEmbedder()
     store = tmp_path / "store"
     with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
         _fill(mem, range(12))
-        _answers(mem)
+    _unstamped(store)
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        _answers(mem)  # loaded: saved at close, with stamp 0
     shutil.copytree(store / "faiss", tmp_path / "old")
     with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:  # another writer, killed before its save
         receipt = mem.delete(scope=SCOPES[0], message_ids=["b000004-m1", "b000004-m2"])
         assert receipt.messages == 2
+    _unstamped(store)
     shutil.rmtree(store / "faiss")
     shutil.copytree(tmp_path / "old", store / "faiss", copy_function=shutil.copy2)
     _restore_signatures(store / "faiss")  # the same files as saved, as if never copied
     got, rebuilt = _reopened(store, emb, rows_read)
-    assert rebuilt
     assert not {"b000004-m1", "b000004-m2"} & {i for hits in got for i in hits}
     assert got == _rebuilt_answers(store, emb, tmp_path)
+    assert rebuilt
 
 
 def test_files_from_another_history_of_the_database_are_not_used(tmp_path: Path, rows_read: list[int]) -> None:
@@ -301,46 +314,54 @@ def test_files_saved_under_another_act_classifier_are_not_used(
     assert rebuilt
 
 
-def _pre_stamp_store(path: Path, emb: FastEmbedder, texts: list[str]) -> None:
+def _pre_stamp_store(path: Path, emb: FastEmbedder, texts: list[str], ids: str) -> None:
     """A store of one thread whose scope was last written before stamps existed (stamp 0), index files saved."""
     at = "2024-03-01T10:00:00Z"
     with sgmem.Memory(path, embedder=emb) as mem:
         mem.add(
-            [{"id": f"m{i}", "role": "user", "content": t, "at": at} for i, t in enumerate(texts)],
+            [{"id": f"{ids}{i}", "role": "user", "content": t, "at": at} for i, t in enumerate(texts)],
             scope="u",
             thread="t",
         )
-    db = sqlite3.connect(path / "sgmem.db")
-    db.execute("UPDATE scopes SET stamp = 0")
-    db.commit()
-    db.close()
+    _unstamped(path)
     with sgmem.Memory(path, embedder=emb) as mem:
         mem.search("anything", scope="u")  # the index loaded: saved at close, with stamp 0
 
 
-def test_files_of_another_store_with_the_same_ids_dates_and_shape_are_not_used(
-    tmp_path: Path, rows_read: list[int]
+MINE = ["I grow tomatoes on the balcony.", "The tomatoes need water daily.", "My balcony faces south."]
+
+
+@pytest.mark.parametrize(
+    ("theirs", "ids"),
+    [
+        # the probe rows' ids, dates, owners and acts are the same: their vectors tell the stores apart
+        (["We sail to Corsica in August.", "The boat sleeps six people.", "Corsica has great beaches."], "m"),
+        # the same texts under other ids (the chat imported by another tool): the probe rows' ids do
+        (MINE, "imported-"),
+    ],
+    ids=["other texts", "other ids"],
+)
+def test_files_of_another_store_of_the_same_shape_are_not_used(
+    tmp_path: Path, rows_read: list[int], theirs: list[str], ids: str
 ) -> None:
-    """Neither stamp tells them apart (both 0: scopes not written since stamps were added), nor the probe rows'
-    ids, dates, owners and acts: the probe rows' vectors do."""
+    """Stores whose scopes were not written since stamps were added (both 0): the probe rows tell them apart."""
     emb = FastEmbedder()
-    mine = ["I grow tomatoes on the balcony.", "The tomatoes need water daily.", "My balcony faces south."]
-    theirs = ["We sail to Corsica in August.", "The boat sleeps six people.", "Corsica has great beaches."]
     store, other = tmp_path / "store", tmp_path / "other"
-    _pre_stamp_store(store, emb, mine)
-    _pre_stamp_store(other, emb, theirs)
+    _pre_stamp_store(store, emb, MINE, "m")
+    _pre_stamp_store(other, emb, theirs, ids)
     shutil.rmtree(store / "faiss")
     shutil.copytree(other / "faiss", store / "faiss")
     _restore_signatures(store / "faiss")
+    query = "Where do we sail in August?"
     rows_read.clear()
     with sgmem.Memory(store, embedder=emb) as mem:
-        got = [(h.message_ids, round(h.score, 6)) for h in mem.search("Where do we sail in August?", scope="u", k=3)]
+        got = [(h.message_ids, round(h.score, 6)) for h in mem.search(query, scope="u", k=3)]
     rebuilt = bool(rows_read)
     copy = tmp_path / "no-cache"
     shutil.copytree(store, copy)
     shutil.rmtree(copy / "faiss")
     with sgmem.Memory(copy, embedder=emb) as mem:
-        want = [(h.message_ids, round(h.score, 6)) for h in mem.search("Where do we sail in August?", scope="u", k=3)]
+        want = [(h.message_ids, round(h.score, 6)) for h in mem.search(query, scope="u", k=3)]
     assert got == want and rebuilt
 
 
