@@ -99,6 +99,17 @@ MUTANTS: tuple[Mutant, ...] = (
         "HNSW links changed in place (time set back) are not used: their digest",
     ),
     Mutant(
+        "cache-restores-exactly",
+        "sgmem/retrieval/snapshot.py",
+        '        arrays["turn_norms"] = idx.turn_sum_norms()\n',
+        '        arrays["turn_norms"] = idx.turn_sum_norms() * 1.01\n',
+        (
+            f"{SAVED_INDEX}::test_a_reopened_store_answers_as_before_without_reading_its_rows",
+            "tests/reliability/test_saved_index_scale.py",
+        ),
+        "the saved columns give back the index exactly (a column saved 1 % off is seen)",
+    ),
+    Mutant(
         "cache-discard-on-delete",
         "sgmem/write.py",
         "        discard_cache(cache_dir, scope_id)\n",

@@ -87,7 +87,7 @@ def _env(root: Path) -> dict[str, str]:
     return env
 
 
-_FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
+_FAILED = re.compile(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", re.M)
 
 
 def run_tests(root: Path, tests: Sequence[str], timeout_s: float) -> tuple[str, str]:
