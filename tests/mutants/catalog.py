@@ -304,7 +304,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "sgmem/validate.py",
         "    if control is not None:  # a line break in a thread name would start a line of its own in a context block",
         "    if False:",
-        ("tests/unit/test_validate.py",),
+        ("tests/unit/test_context_forgery.py",),
         "a name written anew holds no control character or line break",
     ),
     Mutant(
@@ -312,7 +312,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "sgmem/validate.py",
         '    if "\\x00" in value:\n        # refused on every backend',
         "    if False:\n        # refused on every backend",
-        ("tests/unit/test_validate.py", "tests/unit/test_bad_input.py"),
+        ("tests/unit/test_backend_inputs.py",),
         "message text with a NUL is refused (it would not replay as added)",
     ),
     # ------------------------------------------------------------ saved state, passwords
@@ -345,7 +345,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "sgmem/saved.py",
         "            data[name] = None\n",
         "",
-        ("tests/integration/llama_index/test_li_saving.py",),
+        ("tests/unit/test_saved.py::test_the_scope_key_is_never_saved_and_comes_back_from_the_environment",),
         "Config.pg_scope_key is never saved",
     ),
     Mutant(

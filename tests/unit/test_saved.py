@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -54,3 +55,15 @@ def test_a_store_neither_open_nor_allowed_is_not_connected_to(opened: list[Any])
     with pytest.raises(sgmem.SgmemError, match="has not opened or allowed"):
         sgmem.saved.reopen(SAVED, "SGMemMemory")
     assert opened == []
+
+
+def test_the_scope_key_is_never_saved_and_comes_back_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "the-stores-scope-key-0001"
+    config = sgmem.Config(pg_row_security=True, pg_scope_key=key)
+    saved = sgmem.saved.config_to_dict(config)
+    assert key not in json.dumps(saved) and saved["pg_scope_key"] is None
+    monkeypatch.delenv(sgmem.saved.SCOPE_KEY_ENV, raising=False)
+    with pytest.raises(sgmem.SgmemError, match=sgmem.saved.SCOPE_KEY_ENV):
+        sgmem.saved.config_from_dict(saved)
+    monkeypatch.setenv(sgmem.saved.SCOPE_KEY_ENV, key)
+    assert sgmem.saved.config_from_dict(saved) == config
