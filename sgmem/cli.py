@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ._version import __version__
-from .errors import InvalidInputError, NotFoundError, SgmemError
+from .errors import InvalidInputError, LimitExceededError, NotFoundError, SgmemError
 from .files import load_messages as _load_messages
 from .validate import check_name, normalise_messages
 
@@ -91,6 +91,40 @@ def _batches(groups: list[tuple[Any, Any]], size: int) -> list[list[tuple[Any, A
         out[-1].append(g)
         n += len(g[1])
     return [b for b in out if b]
+
+
+def _adds(groups: list[tuple[Any, Any]], limits: Any) -> list[tuple[Any, Any]]:
+    """Each thread as the adds that store it: one add when the thread is within one add's limits
+    (``Limits.max_messages_per_add``, ``max_sentences_per_add``), else consecutive adds in order, each within
+    them (a thread a long-running agent wrote over many adds comes back from its export).
+
+    Raises:
+        LimitExceededError: one message alone is over ``max_sentences_per_add`` (before anything is stored).
+    """
+    from .ingest import kept_spans
+
+    cap_msgs, cap_sents = limits.max_messages_per_add, limits.max_sentences_per_add
+    out: list[tuple[Any, Any]] = []
+    for thread, msgs in groups:
+        if not isinstance(msgs, list):
+            out.append((thread, msgs))  # validation names it
+            continue
+        part: list[Any] = []
+        n = 0
+        for i, m in enumerate(msgs):
+            text = m.get("content") if isinstance(m, dict) else None
+            k = len(kept_spans(text)) if isinstance(text, str) and text.strip() else 1  # (else refused later)
+            if k > cap_sents:
+                raise LimitExceededError(
+                    f"thread {thread!r} messages[{i}]", k, cap_sents, "sentences", "max_sentences_per_add"
+                )
+            if part and (len(part) >= cap_msgs or n + k > cap_sents):
+                out.append((thread, part))
+                part, n = [], 0
+            part.append(m)
+            n += k
+        out.append((thread, part))
+    return out
 
 
 def _default_path() -> str:
@@ -251,7 +285,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         how = f"the file's modification time, {file_at:%Y-%m-%d %H:%M} UTC; set it with --at"
     from_file = _date_and_identify(groups, file_at)
     with _memory(args.path) as mem:
-        todo, skipped = _check_ingest(mem, args.scope, groups)
+        todo, skipped = _check_ingest(mem, args.scope, _adds(groups, mem.config.limits))
         if from_file:
             print(f"{from_file} threads start with an undated message: dated by {how}", file=sys.stderr)
         if todo:
@@ -293,7 +327,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             args.query, scope=args.scope, k=args.k, mode=args.mode, min_score=args.min_score, now=args.now
         )
         if args.json:
-            print(json.dumps([{**h.__dict__, "at": h.at.isoformat()} for h in hits], indent=2, ensure_ascii=False))
+            print(_to_json([{**h.__dict__, "at": h.at.isoformat()} for h in hits]))
             return 0
         if not hits:
             cut = (
@@ -373,7 +407,7 @@ def cmd_messages(args: argparse.Namespace) -> int:
             if not msgs:
                 print(_nothing_found(mem, args.scope, [], None))
         if args.json:
-            print(json.dumps([m.to_dict() for m in msgs], indent=2, ensure_ascii=False))
+            print(_to_json([m.to_dict() for m in msgs]))
         elif args.ids:
             for m in msgs:
                 print(f"id: {m.id}\nthread: {m.thread}\nat: {m.at.isoformat() if m.at else ''}")
@@ -886,6 +920,15 @@ _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 def neutralise(text: str) -> str:
     """``text`` with terminal control and escape sequences shown as ``\\x1b``-style escapes, not obeyed."""
     return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def _to_json(data: Any) -> str:
+    """``data`` as indented JSON, readable (non-ASCII text as it is) and still safe on a terminal: the
+    characters :func:`neutralise` would rewrite are written as JSON's ``\\uXXXX`` escapes, so the output parses
+    back to the same text (``\\x92`` as text would not be JSON)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    # JSON itself escapes C0 controls; what is left of _UNSAFE can only be inside a string, where an escape is valid
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 class _SafeStream:

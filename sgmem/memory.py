@@ -29,6 +29,7 @@ from .entities.extract import TypeModel
 from .entities.index import EntityCache
 from .entities.retrieve import EntityTools
 from .errors import ConfigError, InvalidInputError, SgmemError, StoreError
+from .forks import guard_at_fork
 from .gate.blas import single_thread_blas
 from .llm import LLM
 from .neighbours import NeighbourMethods
@@ -46,11 +47,11 @@ from .retrieval.search import (
     exchange_relevance,
     questions_answered,
 )
-from .store.forks import guard_at_fork
 from .store.paths import resolve_store_path
 from .store.pgsql import redact
-from .store.postgres import PostgresStore, is_postgres_target, is_url, server_dense
+from .store.postgres import PostgresStore, server_dense
 from .store.sqlite import SQLiteStore
+from .targets import is_postgres_target, is_url
 from .text.acts import ActClassifier, act_model, acts_identity
 from .text.lexical import as_written
 from .text.tokens import count_tokens
@@ -98,7 +99,8 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
             :meth:`warmup`) instead of inside the first ``add`` or ``search``.
         read_only: open an existing store without writing to it (searches
             and reads work; ``add``/``delete`` raise :class:`sgmem.StoreError`).
-            The files' permissions are never changed, and no index cache is saved.
+            The files' permissions are never changed, no index cache is saved, and
+            closing leaves the directory as it was (SQLite's log files included).
 
     ``path`` may start with ``~`` (expanded); ``""`` is refused rather than
     taken as the current directory.
@@ -213,7 +215,10 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         self._entity_scopes: set[int] = set()  # scopes this Memory wrote entities to: close() flushes them
         self._types = TypeModel(self._words, self.config.entities)
         self._lock = threading.RLock()
-        guard_at_fork(self, "_lock", rank=0)  # held across a fork, before its store's (sgmem.store.forks)
+        guard_at_fork(self, "_lock", rank=0)  # held across a fork, before its store's (sgmem.forks)
+        # held by warmup(): a fork waits for it, so a child never inherits a load or an import half done
+        self._warming = threading.Lock()
+        guard_at_fork(self, "_warming", rank=0)
         self._closed = False
         # a delete's checkpoint could not complete yet (see scrub()); or one a killed process left undone
         self._unscrubbed = bool(getattr(self._store, "scrub_pending", False))
@@ -233,18 +238,21 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         ``search`` takes the model's load time (1–3 s on an idle laptop, tens
         of seconds on a busy machine) on top of its own. Runs one tiny embedding
         and one token count; calling it again costs a few milliseconds.
-        ``Memory(path, preload=True)`` calls it from the constructor.
+        ``Memory(path, preload=True)`` calls it from the constructor. Run on a
+        thread at start-up, it holds off a ``fork()`` until it is done, so a
+        child process never inherits a model or an import half loaded.
 
         Returns:
             Seconds it took.
         """
         self._check_open()
         t0 = time.perf_counter()
-        load = getattr(self.embedder, "load", None)
-        if callable(load):
-            load()
-        check_embeddings(self.embedder, ["warm-up"], self.embedder.embed(["warm-up"]))
-        count_tokens("warm-up")
+        with self._warming:
+            load = getattr(self.embedder, "load", None)
+            if callable(load):
+                load()
+            check_embeddings(self.embedder, ["warm-up"], self.embedder.embed(["warm-up"]))
+            count_tokens("warm-up")
         return time.perf_counter() - t0
 
     # ------------------------------------------------------------- lifecycle

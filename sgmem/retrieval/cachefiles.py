@@ -19,9 +19,12 @@ Validation, without reading every byte (a digest of 150 MB per 100k sentences
 would itself cost about as much as the rebuild it saves): the files are
 trusted only when
 
-* the scope's generation in SQLite equals the recorded one: every write to a
-  scope (add, delete, replace, by any process) bumps it in its own
-  transaction, so a store changed after the save is caught by one read;
+* the scope's generation and stamp in SQLite equal the recorded ones: every
+  write to a scope (add, delete, replace, by any process) bumps the
+  generation and draws a new random stamp in its own transaction, so a store
+  changed after the save is caught by one read, and so is one that reached the
+  same generation by other writes (a restored backup written again, whichever
+  rows it changed: the stamp of that write is another);
 * each file is the one the metadata recorded: same size, modification time
   (ns) and inode, taken when it was written. A torn save, a file replaced by
   another save, a copy or a truncation changes one of them;
@@ -29,13 +32,13 @@ trusted only when
   counts, the classifier of the stored acts);
 * probe rows, the first, middle and last turn and sentence, equal SQLite's
   rows with the same ids (scope, caller id, time, owner, position, stored
-  act, vector):
-  files from another database, or from another history of this one (a
-  restored backup written again up to the same generation), differ there.
+  act, vector): files from another database differ there, where the stamps
+  cannot tell (both 0: scopes not written since stamps were added).
 
 What is not caught: a byte changed in place with the file's modification
-time set back, which takes deliberate work by someone allowed to write the
-owner's files (who could as well change the database). The HNSW links, read
+time set back, or a row changed in SQLite by hand (not by an sgmem write, so
+with no new stamp) where no probe reads, which take deliberate work by
+someone allowed to write the owner's files. The HNSW links, read
 only when an add needs them, also keep a digest of their bytes. Anything not
 trusted is ignored and the index rebuilt from SQLite, then saved again.
 
@@ -122,11 +125,13 @@ def save_cached(idx: ScopeIndex, directory: Path, acts_by: str) -> None:
     files["columns"] = []
     write_columns(Path(f"{stem}.columns.tmp"), idx, lambda p, d: files["columns"].extend(write_private(p, d)))
     os.replace(f"{stem}.columns.tmp", f"{stem}.columns")
+    store = idx._store  # the caller checked under the write lock that the index is at the store's generation
     meta = {
         "format": FORMAT,
         "library": __version__,
         "scope_id": idx.scope_id,
         "generation": idx.generation,
+        "stamp": store.stamp(idx.scope_id) if store is not None else None,
         "n_turns": idx.n_turns,
         "n_sentences": idx.n_sentences,
         "dim": idx.dim,
@@ -173,11 +178,13 @@ def load_cached(directory: Path | None, conn: Any, make: Callable[[], ScopeIndex
     stem = directory / f"scope-{idx.scope_id}"
     try:
         meta = json.loads(Path(f"{stem}.json").read_bytes())
+        stamp = conn.execute("SELECT stamp FROM scopes WHERE id = ?", (idx.scope_id,)).fetchone()
         expect = {
             "format": FORMAT,
             "library": __version__,
             "scope_id": idx.scope_id,
             "generation": idx.generation,
+            "stamp": int(stamp[0]) if stamp else None,
             "dim": idx.dim,
             "acts_by": acts_by,
         }
@@ -260,9 +267,10 @@ def _load_ann(path: str, recorded: Any, expected: Any, idx: ScopeIndex) -> Any:
 
 
 def discard_cache(directory: Path | None, scope_id: int) -> None:
-    """Remove a scope's cache files (after a delete)."""
+    """Remove a scope's cache files (after a delete), and the temporary ones a save torn part-way left."""
     if directory is None:
         return
     for suffix in _SUFFIXES:
-        with contextlib.suppress(OSError):
-            os.remove(directory / f"scope-{scope_id}{suffix}")
+        for name in (f"scope-{scope_id}{suffix}", f"scope-{scope_id}{suffix}.tmp"):
+            with contextlib.suppress(OSError):
+                os.remove(directory / name)

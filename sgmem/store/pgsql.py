@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import SgmemError, StoreBusyError, StoreError
-from .conninfo import redact, scrub, secrets_of
+from ..targets import redact, scrub, secrets_of
 
 __all__ = ["PgConn", "ddl", "redact", "scrub", "secrets_of", "to_pg", "translate_pg"]
 

@@ -26,7 +26,6 @@ No file cache is written for this store (FAISS caches stay in RAM).
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -40,43 +39,9 @@ from .rowsecurity import RowSecurity, scope_token
 from .schema import MIGRATIONS, PG_MIGRATIONS, SCHEMA_VERSION
 from .sqlite import SQLiteStore
 
-__all__ = ["PostgresStore", "is_conninfo", "is_postgres_target", "is_url", "scope_token", "server_dense"]
+__all__ = ["PostgresStore", "scope_token", "server_dense"]
 
-_URL_PREFIXES = ("postgresql://", "postgres://")
 _VECTOR_TABLES = ("messages", "sentences", "derived")
-# libpq's connection keywords: a string that starts ``keyword=`` is a libpq connection string, not a directory
-_LIBPQ_KEYWORDS = frozenset(
-    "host hostaddr port dbname user password passfile require_auth channel_binding connect_timeout "
-    "client_encoding options application_name fallback_application_name keepalives keepalives_idle "
-    "keepalives_interval keepalives_count tcp_user_timeout replication gssencmode sslmode requiressl "
-    "sslcompression sslcert sslkey sslpassword sslcertmode sslrootcert sslcrl sslcrldir sslsni requirepeer "
-    "ssl_min_protocol_version ssl_max_protocol_version krbsrvname gsslib gssdelegation service "
-    "target_session_attrs load_balance_hosts".split()
-)
-_CONNINFO = re.compile(r"^\s*([a-z_]+)\s*=")
-
-
-def is_url(path: Any) -> bool:
-    """Whether ``path`` is a URL (``scheme://...``) rather than a directory."""
-    if not isinstance(path, str):
-        return False
-    head, sep, _ = path.partition("://")
-    return bool(sep) and head.replace("+", "").replace("-", "").replace(".", "").isalnum() and head[:1].isalpha()
-
-
-def is_conninfo(path: Any) -> bool:
-    """Whether ``path`` is a libpq ``key=value`` connection string (``"host=db dbname=agents user=app"``)."""
-    if not isinstance(path, str):
-        return False
-    m = _CONNINFO.match(path)
-    return m is not None and m.group(1) in _LIBPQ_KEYWORDS
-
-
-def is_postgres_target(path: Any) -> bool:
-    """A ``postgresql://``/``postgres://`` URL (any case), a libpq ``key=value`` string or a psycopg pool."""
-    if isinstance(path, str):
-        return path.lstrip().lower().startswith(_URL_PREFIXES) or is_conninfo(path)
-    return all(hasattr(path, a) for a in ("getconn", "putconn")) and type(path).__module__.startswith("psycopg_pool")
 
 
 def _libpq_target(target: str) -> str:

@@ -365,6 +365,14 @@ _SENTENCE_ACTS = """
 ALTER TABLE sentences ADD COLUMN act INTEGER;
 """
 
+# A random stamp each write draws with the generation it bumps: a scope's saved index files record both, and a
+# database that reached the same generation by other writes (a backup restored and written again, a copy
+# written apart) has another stamp, whatever rows it changed. 0: not written since this migration. Plain SQL
+# that PostgreSQL accepts too (INTEGER is BIGINT there).
+_SCOPE_STAMPS = """
+ALTER TABLE scopes ADD COLUMN stamp INTEGER NOT NULL DEFAULT 0;
+"""
+
 #: (name, SQL) pairs, applied in order.
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial", _INITIAL),
@@ -377,6 +385,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0008_entity_relations", _ENTITY_RELATIONS),
     ("0009_entity_ids", _ENTITY_IDS),
     ("0010_sentence_acts", _SENTENCE_ACTS),
+    ("0011_scope_stamps", _SCOPE_STAMPS),
 )
 
 #: PostgreSQL's own form of a migration whose SQLite SQL does not translate (run as one statement, as is).

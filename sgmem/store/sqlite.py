@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import random
+import secrets
 import sqlite3
 import threading
 import time
@@ -43,11 +44,11 @@ from ..errors import (
     StoreBusyError,
     StoreError,
 )
+from ..forks import guard_at_fork
 from ..types import Message, ScopeStats
 from .batch import INSERT_MESSAGE, INSERT_SENTENCE, insert_rest, insert_with_ids, message_values, plan_rounds
 from .connection import Conn, is_locked, statements
-from .forks import guard_at_fork
-from .paths import unusable_reason
+from .paths import LOG_SUFFIXES, remove_reader_logs, unusable_reason
 from .rows import MessageRow, SentenceRow
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -76,7 +77,7 @@ class Checkpointer:
     log from the beginning again. SQLite's checkpoint is crash safe at any
     point; durability is the same (the log is fsynced before its pages are
     copied). Kicks while a checkpoint runs are coalesced into one more run.
-    A fork waits for a checkpoint in progress to end (:mod:`sgmem.store.forks`:
+    A fork waits for a checkpoint in progress to end (:mod:`sgmem.forks`:
     a child would inherit SQLite's record of its lock with no thread to release
     it); a forked child starts a thread and connection of its own at its first kick.
     """
@@ -173,6 +174,8 @@ class SQLiteStore:
     """
 
     _checkpointer: Checkpointer | None = None
+    #: the database whose log files a read-only opening made SQLite create (removed at close)
+    _reader_logs: str | None = None
     #: a scrub found undone when the store opened could not finish yet (see :meth:`_scrub_on_open`)
     scrub_pending = False
 
@@ -222,6 +225,12 @@ class SQLiteStore:
             if problem is not None:
                 raise problem
         new_file = self.dir is not None and not (self.dir / DB_FILENAME).exists()
+        # a reader that finds no log files leaves none (SQLite creates them for it): docs/ui.md, no file written
+        self._reader_logs = (
+            target
+            if read_only and self.dir is not None and not any(os.path.exists(target + s) for s in LOG_SUFFIXES)
+            else None
+        )
         try:
             uri = f"file:{quote(target)}?mode=ro" if read_only and self.dir is not None else target
             self._raw = sqlite3.connect(
@@ -254,6 +263,8 @@ class SQLiteStore:
             if raw is not None:
                 with contextlib.suppress(sqlite3.Error):
                     raw.close()
+            if self._reader_logs is not None:
+                remove_reader_logs(self._reader_logs)
             if isinstance(exc, StoreBusyError):
                 raise StoreBusyError(
                     f"store {target!r} stayed locked by another connection for {busy_timeout_s}s while opening; "
@@ -520,6 +531,9 @@ class SQLiteStore:
         with self._lock:
             with contextlib.suppress(sqlite3.Error):
                 self._raw.close()
+            if self._reader_logs is not None:
+                remove_reader_logs(self._reader_logs)
+                self._reader_logs = None
 
     # ------------------------------------------------------------------ scopes
     def scope_id(self, name: str, *, create: bool = False) -> int | None:
@@ -541,9 +555,18 @@ class SQLiteStore:
         return int(row[0]) if row else -1
 
     def bump_generation(self, scope_id: int) -> int:
-        """Mark the scope changed; return the new generation."""
-        self.conn.execute("UPDATE scopes SET generation = generation + 1 WHERE id = ?", (scope_id,))
+        """Mark the scope changed (a new generation, and a new random :meth:`stamp`); return the new generation."""
+        self.conn.execute(
+            "UPDATE scopes SET generation = generation + 1, stamp = ? WHERE id = ?",
+            (secrets.randbits(62) + 1, scope_id),
+        )
         return self.generation(scope_id)
+
+    def stamp(self, scope_id: int) -> int:
+        """The random number the scope's last write drew (0 before any since migration ``0011``): the same
+        generation reached by other writes (a restored backup written again) has another."""
+        row = self.conn.execute("SELECT stamp FROM scopes WHERE id = ?", (scope_id,)).fetchone()
+        return int(row[0]) if row else -1
 
     def scope_names(self) -> list[str]:
         """Every scope that holds at least one message."""
