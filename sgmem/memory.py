@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -288,7 +289,8 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
                 if not self._store.has_messages(sid):
                     continue
                 snap = self._entities.get(self._store, sid)
-            profiles = plan_flush(snap, cfg, self.llm, self._stored_texts, Usage())  # LLM calls outside the lock
+            texts = functools.partial(self._stored_texts, sid)
+            profiles = plan_flush(snap, cfg, self.llm, texts, Usage())  # LLM calls outside the lock
             if not profiles:
                 continue
             with self._lock:
@@ -530,23 +532,25 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         """The speaker-labelled texts of the index's turn ``rows``; ``""`` for a turn the store no longer
         holds (another host or process deleted it after the index's generation check: it matches nothing,
         and :meth:`search` drops it like any turn whose details are gone)."""
-        details = self._details([idx.msg_ids[r] for r in rows])
+        details = self._details(idx.scope_id, [idx.msg_ids[r] for r in rows])
         return [
             f"{d['speaker']}: {d['content']}" if d is not None else ""
             for d in (details.get(idx.msg_ids[r]) for r in rows)
         ]
 
-    def _stored_texts(self, message_ids: list[int]) -> list[str]:
-        """Dated, speaker-labelled texts of stored messages (entity profiles' evidence)."""
-        details = self._details(message_ids)
+    def _stored_texts(self, scope_id: int | None, message_ids: list[int]) -> list[str]:
+        """Dated, speaker-labelled texts of a scope's stored messages (entity profiles' evidence)."""
+        if scope_id is None:  # a scope not stored yet holds no message
+            return []
+        details = self._details(scope_id, message_ids)
         return [
             f"({d['at'].date().isoformat()}) {d['speaker']}: {d['content']}"
             for d in (details[m] for m in message_ids if m in details)
         ]
 
-    def _details(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    def _details(self, scope_id: int, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         with self._lock:
-            return self._store.message_details(ids)
+            return self._store.message_details(scope_id, ids)
 
     @staticmethod
     def _turn_hit(
@@ -638,7 +642,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         broad = self._broad_rows(idx, q, ranked, rel, floor) if min_score is None else set()
         if min_score is None:
             floor = self._default_floor(rel.values(), floor)
-        details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
+        details = self._details(idx.scope_id, [idx.msg_ids[r] for rk in ranked for r in rk.rows])
         hits: list[Hit] = []
         cut: list[Hit] = []
         for rk in ranked:
@@ -836,7 +840,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         if min_score is None:
             floor = self._default_floor(rel.values(), floor)
         if tracing:
-            all_details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
+            all_details = self._details(idx.scope_id, [idx.msg_ids[r] for rk in ranked for r in rk.rows])
             pairs = [(rk, self._turn_hit(idx, rk, all_details, rel, query)) for rk in ranked]
             found = [(h, h.relevance >= floor or bool(broad.intersection(rk.rows))) for rk, h in pairs if h is not None]
             kept = tuple(h for h, keep in found if keep)
@@ -851,7 +855,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         if asked:  # a reply found through its question comes with it ("How old is your son?" — "12.")
             rows = [x for r in rows for x in ((r, asked[r]) if r in asked else (r,))]
             rows = list(dict.fromkeys(rows))
-        details = self._details([idx.msg_ids[r] for r in rows])
+        details = self._details(idx.scope_id, [idx.msg_ids[r] for r in rows])
         cands = []
         with self._lock:  # digest_turn reads FAISS storage that a concurrent add may reallocate
             for r in rows:

@@ -276,7 +276,7 @@ def _plan_entities(mem: Any, sid_known: int | None, prep: Any, exclude_rows: fro
         mem._types,
         cfg,
         mem.llm if cfg.llm else None,
-        mem._stored_texts,
+        lambda ids: mem._stored_texts(sid_known, ids),
     )
 
 
@@ -383,7 +383,10 @@ def _apply_rows(
         sedges += [(idx.sent_ids[r], sent_ids[i], w) for r, i, w in upd.back]
         evicted = [(idx.sent_ids[r], idx.sent_ids[t]) for r, t in upd.evicted]
         if evicted:
-            conn.executemany("DELETE FROM sentence_edges WHERE src = ? AND dst = ?", evicted)
+            conn.executemany(
+                "DELETE FROM sentence_edges WHERE scope_id = ? AND src = ? AND dst = ?",
+                [(scope_id, a, b) for a, b in evicted],
+            )
     n_edges = store.insert_sentence_edges(scope_id, sedges) + store.insert_turn_edges(scope_id, turn_edges)
     gen_after = store.bump_generation(scope_id)
     return AppliedAdd(
@@ -709,9 +712,12 @@ def _knn_owners(store: SQLiteStore, scope_id: int, thread: str | None, ids: list
         chunk = msgs[i : i + 500]
         marks = ",".join("?" * len(chunk))
         dead += [
-            int(r[0]) for r in store.conn.execute(f"SELECT id FROM sentences WHERE message_id IN ({marks})", chunk)
+            int(r[0])
+            for r in store.conn.execute(
+                f"SELECT id FROM sentences WHERE scope_id = ? AND message_id IN ({marks})", (scope_id, *chunk)
+            )
         ]
-    return list_owners(store.conn, dead)
+    return list_owners(store.conn, scope_id, dead)
 
 
 def delete_rows(

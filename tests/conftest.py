@@ -21,6 +21,40 @@ def embedder() -> sgmem.Embedder:
     return default_embedder()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _record_pg_statements() -> Iterator[None]:
+    """``SGMEM_TEST_PG_STATEMENTS=FILE``: every statement sent to PostgreSQL goes to FILE, one JSON string a line
+    (``python -m tests.shardable FILE`` checks that each names one scope)."""
+    path = os.environ.get("SGMEM_TEST_PG_STATEMENTS")
+    if not path:
+        yield
+        return
+    import json
+
+    import psycopg
+
+    execute, executemany = psycopg.Cursor.execute, psycopg.Cursor.executemany
+    out = open(path, "a", encoding="utf-8")  # noqa: SIM115 - open for the whole session
+
+    def text(cur: object, query: object) -> str:
+        return query if isinstance(query, str) else query.as_string(cur)  # type: ignore[attr-defined]
+
+    def record(self, query, *args, **kwargs):  # type: ignore[no-untyped-def]
+        out.write(json.dumps(text(self, query)) + "\n")
+        return execute(self, query, *args, **kwargs)
+
+    def record_many(self, query, *args, **kwargs):  # type: ignore[no-untyped-def]
+        out.write(json.dumps(text(self, query)) + "\n")
+        return executemany(self, query, *args, **kwargs)
+
+    psycopg.Cursor.execute, psycopg.Cursor.executemany = record, record_many  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        psycopg.Cursor.execute, psycopg.Cursor.executemany = execute, executemany  # type: ignore[method-assign]
+        out.close()
+
+
 #: The tests of other behaviour (filters, k, budgets, modes) search for things a store may not hold; the
 #: relevance cutoff (tested with its default in test_relevance.py and the adapters' first-hour tests) is off here.
 NO_CUTOFF = sgmem.Config(min_relevance=0.0)

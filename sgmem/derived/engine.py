@@ -195,14 +195,16 @@ class DerivedEngine:
                 cands = rule_fact_candidates(prep, self.dcfg)
         plan = Plan(scope_id, c.version, c.state, cands, usage=usage, embedded=embedded)
         with single_thread_blas():
-            self._route(plan, prep, self._texts_outside)
+            self._route(plan, prep, lambda ids: self._texts_outside(scope_id, ids))
         self._plan_sessions(plan, scope_id, thread, prep, exclude)
         plan.ms = (time.perf_counter() - t0) * 1e3
         return plan
 
-    def _texts_outside(self, ids: list[int]) -> dict[int, str]:
+    def _texts_outside(self, scope_id: int | None, ids: list[int]) -> dict[int, str]:
+        if scope_id is None:  # a new scope holds no memory to merge into
+            return {}
         with self.store.read() as conn:
-            return sql.texts_of(conn, ids)
+            return sql.texts_of(conn, scope_id, ids)
 
     def _route(self, plan: Plan, prep: Any, texts: Callable[[list[int]], dict[int, str]]) -> None:
         """Route the plan's candidates through the gate, message by message (§2.5)."""
@@ -308,7 +310,7 @@ class DerivedEngine:
                 s: [
                     (at, text)
                     for fid, at, text in session_facts(conn, scope_id, thread, s)
-                    if not (exclude and set(sql.origin_sources(conn, fid)) & exclude)
+                    if not (exclude and set(sql.origin_sources(conn, scope_id, fid)) & exclude)
                 ]
                 if scope_id is not None
                 else []
@@ -362,7 +364,7 @@ class DerivedEngine:
             fresh.state.nearest = gate_nearest(self.store, scope_id, fresh.state)
             plan.state, plan.base_version = fresh.state, version
             with single_thread_blas():
-                self._route(plan, prep, lambda ids: sql.texts_of(conn, ids))
+                self._route(plan, prep, lambda ids: sql.texts_of(conn, scope_id, ids))
         view = plan.view
         assert view is not None
         out = Applied(scope_id, version + 1, plan)
@@ -407,16 +409,27 @@ class DerivedEngine:
                 else:
                     assert op.text is not None and op.vec is not None
                     sql.update_memory(
-                        conn, mid, op.text, op.vec, cand.at, op.cause, src, {**detail, "candidate": cand.text}, ts=ts
+                        conn,
+                        scope_id,
+                        mid,
+                        op.text,
+                        op.vec,
+                        cand.at,
+                        op.cause,
+                        src,
+                        {**detail, "candidate": cand.text},
+                        ts=ts,
                     )
-                    at_ts = conn.execute("SELECT at_ts, thread FROM derived WHERE id = ?", (mid,)).fetchone()
+                    at_ts = conn.execute(
+                        "SELECT at_ts, thread FROM derived WHERE scope_id = ? AND id = ?", (scope_id, mid)
+                    ).fetchone()
                     out.fact_meta[mid] = (float(at_ts[0]), at_ts[1])
             else:
                 mid = row_id(op.row)
                 supports.extend((mid, m) for m in src)
             out.counts[op.action] += 1
             decisions.append(sql.decision_row(scope_id, op.step, op.decision, mid, cand.text, src, ts))
-        sql.add_supports(conn, supports)
+        sql.add_supports(conn, scope_id, supports)
         sql.log_decisions(conn, decisions)
         centroids: Any = None
         if self.gate.index_due(plan.state, view.n):
@@ -549,7 +562,7 @@ class DerivedEngine:
         with self._lock:  # the cache's arrays grow under this lock
             cands = {kind: _at_least(c.search(kind, q, threads, since, until), min_cos) for kind in kinds}
         with self.store.read() as conn:
-            return derived_hits(cands, conn, k, set(exclude) if exclude else None)
+            return derived_hits(cands, conn, k, set(exclude) if exclude else None, scope_id)
 
     def context_items(
         self, scope_id: int, q: np.ndarray, exclude: Sequence[str] | None, min_cos: float = 0.0
@@ -562,7 +575,7 @@ class DerivedEngine:
         with self._lock:
             cands = {kind: _at_least(c.search(kind, q, None, None, None), min_cos) for kind in kinds}
         with self.store.read() as conn:
-            return context_items(cands, conn, self.dcfg.context_k, set(exclude) if exclude else None)
+            return context_items(cands, conn, self.dcfg.context_k, set(exclude) if exclude else None, scope_id)
 
     def history(self, scope_id: int, memory_id: Any) -> list[MemoryVersion] | None:
         """Every version of a generated memory of the scope (None if it is not there)."""

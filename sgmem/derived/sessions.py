@@ -82,7 +82,7 @@ def upsert_summary(
             return False
         rows = conn.execute(
             "SELECT s.message_id, s.text, s.vec, COALESCE(m.name, m.role) FROM sentences s JOIN messages m "
-            "ON m.id = s.message_id WHERE m.scope_id = ? AND m.thread = ? AND m.session = ? "
+            "ON m.scope_id = s.scope_id AND m.id = s.message_id WHERE m.scope_id = ? AND m.thread = ? AND m.session = ? "
             "ORDER BY s.message_id, s.idx",
             (scope_id, thread, session),
         ).fetchall()
@@ -109,6 +109,7 @@ def upsert_summary(
     # delete (force) the replaced text held deleted words and is never archived
     update_memory(
         conn,
+        scope_id,
         existing[0],
         text,
         vec,
@@ -119,7 +120,7 @@ def upsert_summary(
         replace_sources=True,
         archive=existing[2] == "llm" and not force,
     )
-    conn.execute("UPDATE derived SET method = ? WHERE id = ?", (method, existing[0]))
+    conn.execute("UPDATE derived SET method = ? WHERE scope_id = ? AND id = ?", (method, scope_id, existing[0]))
     return True
 
 
@@ -137,7 +138,7 @@ def session_facts(
     ]
 
 
-def _fact_sources(conn: sqlite3.Connection, fact_ids: Sequence[int]) -> list[int]:
+def _fact_sources(conn: sqlite3.Connection, scope_id: int, fact_ids: Sequence[int]) -> list[int]:
     out: set[int] = set()
     for i in range(0, len(fact_ids), 500):
         chunk = list(fact_ids[i : i + 500])
@@ -145,7 +146,9 @@ def _fact_sources(conn: sqlite3.Connection, fact_ids: Sequence[int]) -> list[int
         out.update(
             int(r[0])
             for r in conn.execute(
-                f"SELECT message_id FROM derived_sources WHERE role = 'origin' AND memory_id IN ({marks})", chunk
+                "SELECT message_id FROM derived_sources WHERE scope_id = ? AND role = 'origin' "
+                f"AND memory_id IN ({marks})",
+                (scope_id, *chunk),
             )
         )
     return sorted(out)
@@ -166,9 +169,9 @@ def replace_session_insights(
             (scope_id, thread, session),
         )
     ]
-    delete_memories(conn, old)
+    delete_memories(conn, scope_id, old)
     facts = session_facts(conn, scope_id, thread, session)
-    sources = _fact_sources(conn, [f[0] for f in facts])
+    sources = _fact_sources(conn, scope_id, [f[0] for f in facts])
     if not sources:
         sources = [mid for mid, _, _ in session_lines(conn, scope_id, thread, session)]
     for at, text, vec in insights:
@@ -186,12 +189,15 @@ def replace_cluster_insights(
             "SELECT id FROM derived WHERE scope_id = ? AND kind = 'insight' AND method = 'rule'", (scope_id,)
         )
     ]
-    delete_memories(conn, old)
+    delete_memories(conn, scope_id, old)
     n = 0
     for members, medoid in cluster_insights(vecs, min_cos, min_size):
         ids = [fact_ids[i] for i in members]
         marks = ",".join("?" * len(ids))
-        rows = conn.execute(f"SELECT id, at, thread, session, text FROM derived WHERE id IN ({marks})", ids).fetchall()
+        rows = conn.execute(
+            f"SELECT id, at, thread, session, text FROM derived WHERE scope_id = ? AND id IN ({marks})",
+            (scope_id, *ids),
+        ).fetchall()
         by_id = {int(r[0]): r for r in rows}
         newest = max(rows, key=lambda r: datetime.fromisoformat(r[1]))
         med = by_id[fact_ids[medoid]]
@@ -206,7 +212,7 @@ def replace_cluster_insights(
             newest[3],
             None,
             "rule",
-            _fact_sources(conn, ids),
+            _fact_sources(conn, scope_id, ids),
             "insight-rule",
             {"facts": ids, "size": len(ids)},
         )

@@ -632,7 +632,7 @@ def prune(conn: sqlite3.Connection, scope_id: int) -> int:
     before = conn.total_changes
     conn.execute(
         "DELETE FROM vocabulary WHERE scope_id = ? AND canonical_id IS NULL AND NOT EXISTS "
-        "(SELECT 1 FROM keyword_postings p WHERE p.keyword_id = vocabulary.id)",
+        "(SELECT 1 FROM keyword_postings p WHERE p.scope_id = vocabulary.scope_id AND p.keyword_id = vocabulary.id)",
         (scope_id,),
     )
     return conn.total_changes - before

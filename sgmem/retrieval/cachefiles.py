@@ -220,7 +220,8 @@ def _same_rows(conn: Any, idx: ScopeIndex) -> bool:
     msg_ids, ext_ids, at_ts = idx._msg_ids.view(), idx.ext_ids, idx._at_ts.view()
     for r in sorted({0, n // 2, n - 1}) if n else ():
         row = conn.execute(
-            "SELECT scope_id, ext_id, at_ts, round_id FROM messages WHERE id = ?", (int(msg_ids[r]),)
+            "SELECT scope_id, ext_id, at_ts, round_id FROM messages WHERE scope_id = ? AND id = ?",
+            (idx.scope_id, int(msg_ids[r])),
         ).fetchone()
         if row is None or tuple(row) != (idx.scope_id, ext_ids[r], float(at_ts[r]), int(idx._round_ids.view()[r])):
             return False
@@ -228,7 +229,8 @@ def _same_rows(conn: Any, idx: ScopeIndex) -> bool:
     sids, owner, pos, acts = idx._sent_ids.view(), idx._sent_msg.view(), idx._sent_idx.view(), idx._raw_acts.view()
     for r in sorted({0, m // 2, m - 1}) if m else ():
         row = conn.execute(
-            "SELECT scope_id, message_id, idx, COALESCE(act, -1), vec FROM sentences WHERE id = ?", (int(sids[r]),)
+            "SELECT scope_id, message_id, idx, COALESCE(act, -1), vec FROM sentences WHERE scope_id = ? AND id = ?",
+            (idx.scope_id, int(sids[r])),
         ).fetchone()
         if row is None or tuple(row[:4]) != (idx.scope_id, int(msg_ids[owner[r]]), int(pos[r]), int(acts[r])):
             return False

@@ -115,7 +115,7 @@ def _classify_unknown(store: SQLiteStore, idx: ScopeIndex) -> None:
     raw[unknown] = acts
     idx._raw_acts = Grow(np.int8, raw)
     ids = idx._sent_ids.view()[unknown]
-    store.save_sentence_acts([(int(a), int(i)) for a, i in zip(acts, ids, strict=True)])
+    store.save_sentence_acts(idx.scope_id, [(int(a), int(i)) for a, i in zip(acts, ids, strict=True)])
 
 
 def _add_blobs(index: Any, conn: Any, sql: str, scope_id: int, dim: int) -> None:

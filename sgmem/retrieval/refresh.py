@@ -57,8 +57,8 @@ def refresh_index(store: Any, idx: Any) -> bool:
         if idx.n_turns + len(turns) != int(n_msgs) or idx.n_sentences + len(sents) != int(n_sents):
             return False  # something the cache holds was removed: rebuild
         sedges = conn.execute(
-            "SELECT e.src, e.dst, e.weight FROM sentence_edges e JOIN sentences s ON s.id = e.src "
-            "WHERE e.scope_id = ? AND s.scope_id = ? AND s.message_id > ?",
+            "SELECT e.src, e.dst, e.weight FROM sentence_edges e JOIN sentences s ON s.scope_id = e.scope_id "
+            "AND s.id = e.src WHERE e.scope_id = ? AND s.scope_id = ? AND s.message_id > ?",
             (sid, sid, last_msg),
         ).fetchall()
         # GraphConfig.knn_rule="knn": an add also puts its sentences into earlier sentences' lists and drops
@@ -68,8 +68,9 @@ def refresh_index(store: Any, idx: Any) -> bool:
             {
                 int(r[0])
                 for r in conn.execute(
-                    "SELECT e.src FROM sentence_edges e JOIN sentences s ON s.id = e.dst "
-                    "JOIN sentences o ON o.id = e.src WHERE e.scope_id = ? AND s.message_id > ? AND o.message_id <= ?",
+                    "SELECT e.src FROM sentence_edges e JOIN sentences s ON s.scope_id = e.scope_id AND s.id = e.dst "
+                    "JOIN sentences o ON o.scope_id = e.scope_id AND o.id = e.src "
+                    "WHERE e.scope_id = ? AND s.message_id > ? AND o.message_id <= ?",
                     (sid, last_msg, last_msg),
                 )
             }
@@ -79,7 +80,7 @@ def refresh_index(store: Any, idx: Any) -> bool:
             chunk = owners[i : i + 500]
             marks = ",".join("?" * len(chunk))
             relisted += conn.execute(
-                f"SELECT src, dst, weight FROM sentence_edges WHERE src IN ({marks})", chunk
+                f"SELECT src, dst, weight FROM sentence_edges WHERE scope_id = ? AND src IN ({marks})", (sid, *chunk)
             ).fetchall()
         tedges = conn.execute(
             "SELECT src, dst FROM turn_edges WHERE scope_id = ? AND (src > ? OR dst > ?)", (sid, last_msg, last_msg)

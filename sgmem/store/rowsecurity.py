@@ -84,14 +84,15 @@ class RowSecurity:
         def _translated(self) -> contextlib.AbstractContextManager[None]: ...
 
     def _scoped_tables(self) -> list[str]:
-        """Base tables with a ``scope_id`` column (every table that holds a scope's rows), ``scopes`` aside."""
+        """Tables with a ``scope_id`` column (every table that holds a scope's rows), ``scopes`` aside; a table
+        partitioned by scope counts once (its partitions are reached through it)."""
         return [
             r[0]
             for r in self.conn.execute(
-                "SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
-                "ON t.table_schema = c.table_schema AND t.table_name = c.table_name "
-                "WHERE c.table_schema = current_schema() AND c.column_name = 'scope_id' "
-                "AND t.table_type = 'BASE TABLE' AND c.table_name != 'scopes' ORDER BY c.table_name"
+                "SELECT k.relname FROM pg_class k JOIN pg_attribute a ON a.attrelid = k.oid "
+                "AND a.attname = 'scope_id' AND NOT a.attisdropped "
+                "WHERE k.relnamespace = to_regnamespace(current_schema()) AND k.relkind IN ('r', 'p') "
+                "AND NOT k.relispartition AND k.relname <> 'scopes' ORDER BY k.relname"
             )
         ]
 
@@ -130,8 +131,8 @@ class RowSecurity:
         tables = [
             r[0]
             for r in raw.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
-                "AND table_type = 'BASE TABLE' ORDER BY table_name"
+                "SELECT relname FROM pg_class WHERE relnamespace = to_regnamespace(current_schema()) "
+                "AND relkind IN ('r', 'p') AND NOT relispartition ORDER BY relname"
             )
         ]
         scoped = set(self._scoped_tables())

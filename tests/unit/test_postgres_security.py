@@ -100,8 +100,8 @@ def _fill(url: str, fake: HashEmbedder, config: sgmem.Config) -> None:
         mem.add([{"role": "user", "content": t} for t in BOB], scope="bob", thread="t")
     with psycopg.connect(url, autocommit=True) as owner:  # a superseded version per fact (as a merge keeps one)
         owner.execute(
-            "INSERT INTO derived_versions (memory_id, version, text, vec, cause, at, recorded_at, sources) "
-            "SELECT id, 0, text || ' (old)', vec, 'add', at, at, '[]' FROM derived"
+            "INSERT INTO derived_versions (scope_id, memory_id, version, text, vec, cause, at, recorded_at, sources) "
+            "SELECT scope_id, id, 0, text || ' (old)', vec, 'add', at, at, '[]' FROM derived"
         )
         counts = owner.execute(
             "SELECT (SELECT COUNT(*) FROM derived_sources), (SELECT COUNT(*) FROM derived_versions)"
@@ -127,7 +127,8 @@ def _visible(conn) -> dict[str, int]:  # type: ignore[no-untyped-def]
 def test_every_table_of_scope_rows_shows_nothing_without_a_scope(
     pg_url: str, fake: HashEmbedder, app_role: Role
 ) -> None:
-    """derived_sources and derived_versions (no scope_id column) are guarded like every other table."""
+    """derived_sources and derived_versions (the scope's memories' links and versions) are guarded like every
+    other table."""
     _fill(pg_url, fake, PLAIN)
     _grant(pg_url, app_role)
     with app_role.connect() as c:
