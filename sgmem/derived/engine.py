@@ -41,6 +41,7 @@ from ..gate.threshold import ADD, NOOP, UPDATE
 from ..llm import LLMUsage
 from ..retrieval.dense import scan_threads
 from ..retrieval.server import gate_nearest
+from ..store.batch import ahead
 from ..store.sqlite import SQLiteStore
 from ..types import Hit, MemoryVersion
 from . import store as sql
@@ -345,11 +346,13 @@ class DerivedEngine:
         msg_ids: Sequence[int],
         plan: Plan | None,
         other: Any = None,
+        version_ahead: Callable[[], list[Any]] | None = None,
     ) -> Applied | None:
         """Store the plan inside the add's transaction (re-routing if the scope moved on).
 
         ``other`` is another write-path plan whose ``usage`` (LLM calls of the
-        keyword pyramid) is added to the scope's LLM totals.
+        keyword pyramid) is added to the scope's LLM totals. ``version_ahead``:
+        the scope's state version, sent ahead (:meth:`version_ahead`).
         """
         extra = _foreign_usage(other)
         if plan is None:
@@ -358,7 +361,11 @@ class DerivedEngine:
             return None
         t0 = time.perf_counter()
         plan.usage.merge(extra)
-        version = sql.state_version(conn, scope_id)
+        if version_ahead is not None:
+            rows = version_ahead()
+            version = int(rows[0][0]) if rows else 0
+        else:
+            version = sql.state_version(conn, scope_id)
         if version != plan.base_version or plan.view is None:
             fresh = load_cache(conn, scope_id, self.dim, self.gate)
             fresh.state.nearest = gate_nearest(self.store, scope_id, fresh.state)
@@ -467,6 +474,12 @@ class DerivedEngine:
             "llm_ms": usage.ms,
             "llm_fallbacks": usage.fallbacks,
         }
+
+    def version_ahead(self, conn: Any, scope_id: int, plan: Plan | None) -> Callable[[], list[Any]] | None:
+        """Send the read of the scope's state version that :meth:`apply` starts with (:func:`sgmem.store.batch.ahead`)."""
+        if plan is None:
+            return None
+        return ahead(conn, "SELECT version FROM gate_state WHERE scope_id = ?", (scope_id,))
 
     def _apply_sessions(self, conn: Any, scope_id: int, thread: str, prep: Any, plan: Plan, out: Applied) -> None:
         sessions = list(dict.fromkeys(m.session for m in prep.messages))

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..store.batch import ahead
 from .extract import cluster_insights, extractive_summary
 from .store import delete_memories, insert_memory, update_memory
 
@@ -67,9 +68,37 @@ def upsert_summary(
     An LLM summary is kept until the next LLM summary of its session (the
     extractive rule does not overwrite it, unless ``force``: a delete took
     some of its messages); the extractive one follows the session at every add.
+    Its reads are sent together (one round trip on PostgreSQL, :func:`sgmem.store.batch.ahead`).
     """
-    existing = summary_row(conn, scope_id, thread, session)
-    lines = session_lines(conn, scope_id, thread, session)
+    summary = ahead(
+        conn,
+        "SELECT id, text, method, detail FROM derived WHERE scope_id = ? AND kind = 'summary' AND thread = ? "
+        "AND session = ?",
+        (scope_id, thread, session),
+    )
+    stored = ahead(
+        conn,
+        "SELECT id, name, role, content, at FROM messages WHERE scope_id = ? AND thread = ? AND session = ? "
+        "ORDER BY id",
+        (scope_id, thread, session),
+    )
+    sentences = (
+        ahead(
+            conn,
+            "SELECT s.message_id, s.text, s.vec, COALESCE(m.name, m.role) FROM sentences s JOIN messages m "
+            "ON m.scope_id = s.scope_id AND m.id = s.message_id WHERE m.scope_id = ? AND m.thread = ? "
+            "AND m.session = ? ORDER BY s.message_id, s.idx",
+            (scope_id, thread, session),
+        )
+        if llm_text is None
+        else None
+    )
+    row = next(iter(summary()), None)
+    existing = (int(row[0]), row[1], row[2], json.loads(row[3])) if row else None
+    lines = [
+        (int(mid), f"{name or role}: {content}", datetime.fromisoformat(at))
+        for mid, name, role, content, at in stored()
+    ]
     if not lines:
         return False
     first_at = lines[0][2]
@@ -80,12 +109,7 @@ def upsert_summary(
     else:
         if existing is not None and existing[2] == "llm" and not force:
             return False
-        rows = conn.execute(
-            "SELECT s.message_id, s.text, s.vec, COALESCE(m.name, m.role) FROM sentences s JOIN messages m "
-            "ON m.scope_id = s.scope_id AND m.id = s.message_id WHERE m.scope_id = ? AND m.thread = ? AND m.session = ? "
-            "ORDER BY s.message_id, s.idx",
-            (scope_id, thread, session),
-        ).fetchall()
+        rows = sentences() if sentences is not None else []
         if not rows:
             return False
         # a sentence said twice in a session is one candidate (the first)

@@ -18,6 +18,7 @@ import numpy as np
 from ..gate.density import Density
 from ..gate.gate import Decision, GateState
 from ..llm import LLMUsage
+from ..store.batch import drawn_ids
 
 __all__ = [
     "add_support",
@@ -168,9 +169,11 @@ def insert_memory(
     ``ts`` is the write's wall-clock time (one per transaction; default now).
     """
     ts = ts or now_iso()
+    drawn = drawn_ids(conn, "derived", 1)  # PostgreSQL: an id drawn ahead, no round trip for RETURNING
     cur = conn.execute(
         "INSERT INTO derived (scope_id, kind, text, vec, at, at_ts, thread, session, speaker, method, version, "
-        "cause, detail, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
+        f"cause, detail, created_at, updated_at{', id' if drawn else ''}) "
+        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?{', ?' if drawn else ''})",
         (
             scope_id,
             kind,
@@ -186,9 +189,10 @@ def insert_memory(
             json.dumps(detail or {}),
             ts,
             ts,
+            *(drawn or ()),
         ),
     )
-    mid = int(cur.lastrowid)  # type: ignore[arg-type]
+    mid = drawn[0] if drawn else int(cur.lastrowid)  # type: ignore[arg-type]
     conn.executemany(
         "INSERT OR REPLACE INTO derived_sources (scope_id, memory_id, message_id, role) VALUES (?, ?, ?, 'origin')",
         [(scope_id, mid, s) for s in sorted(set(int(s) for s in sources))],

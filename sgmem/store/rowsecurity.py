@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
@@ -79,7 +80,8 @@ class RowSecurity:
 
     if TYPE_CHECKING:  # PostgresStore's
 
-        def write(self, timeout_s: float | None = None) -> contextlib.AbstractContextManager[Any]: ...
+        @contextlib.contextmanager
+        def write(self, timeout_s: float | None = None) -> Iterator[Any]: ...
 
         def _translated(self) -> contextlib.AbstractContextManager[None]: ...
 
@@ -275,7 +277,7 @@ class RowSecurity:
         self._scope_of.name = name
         if self.row_security:
             with self._lock, self._translated():
-                if self.conn.in_transaction:
+                if self.conn.in_transaction and self.conn.begin is None:  # a read not begun yet sets it at BEGIN
                     self._raw.execute("SELECT set_config('sgmem.scope', %s, true)", (self._setting(name),))
 
     def _scope_again(self) -> None:

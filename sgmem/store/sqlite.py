@@ -363,14 +363,14 @@ class SQLiteStore:
         if self.read_only or not pairs:
             return
         sql = "UPDATE sentences SET act = ? WHERE scope_id = ? AND id = ? AND act IS NULL"
-        pairs = [(act, scope_id, sid) for act, sid in pairs]
+        rows = [(act, scope_id, sid) for act, sid in pairs]
         try:
             if self.conn.in_transaction:  # inside a write (an add loading its index): part of it
                 if getattr(self, "_writing", False):
-                    self.conn.executemany(sql, pairs)
+                    self.conn.executemany(sql, rows)
                 return
             with self.write(timeout_s=1.0):
-                self.conn.executemany(sql, pairs)
+                self.conn.executemany(sql, rows)
         except StoreError as exc:
             log.info("acts of %d sentences not stored (%s); classified again on the next load", len(pairs), exc)
 
@@ -576,6 +576,34 @@ class SQLiteStore:
             (scope_id, thread),
         ).fetchone()
         return (int(row[0]), row[1], row[2], int(row[3]), int(row[4])) if row else None
+
+    def thread_tail(
+        self, scope_id: int, thread: str, sessions: Sequence[str]
+    ) -> tuple[tuple[int, str, str, int, int] | None, dict[str, int]]:
+        """The thread's latest message (:meth:`last_in_thread`) and the messages already in each of ``sessions``,
+        read together (both statements are sent before either is read)."""
+        last = self.conn.execute(
+            "SELECT id, role, session, round_id, turn_idx FROM messages WHERE scope_id = ? AND thread = ? "
+            "ORDER BY id DESC LIMIT 1",
+            (scope_id, thread),
+        )
+        names = list(dict.fromkeys(sessions))
+        sizes = (
+            self.conn.execute(
+                f"SELECT session, COUNT(*) FROM messages WHERE scope_id = ? AND session IN ({','.join('?' * len(names))}) "
+                "GROUP BY session",
+                (scope_id, *names),
+            )
+            if names
+            else None
+        )
+        row = last.fetchone()
+        counts = dict.fromkeys(names, 0)
+        counts.update({str(n): int(c) for n, c in sizes or ()})
+        return ((int(row[0]), row[1], row[2], int(row[3]), int(row[4])) if row else None), counts
+
+    def reserve_ids(self, counts: dict[str, int]) -> None:
+        """Ids for an add's new rows, drawn ahead where the store needs to (PostgreSQL); SQLite reads them back."""
 
     def session_size(self, scope_id: int, session: str) -> int:
         """Messages already in a session."""
