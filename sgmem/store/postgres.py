@@ -20,7 +20,9 @@ Many hosts, one truth:
 * reads run in one ``REPEATABLE READ`` snapshot, so an index is never built
   from half of another host's write.
 
-No file cache is written for this store (FAISS caches stay in RAM).
+A host keeps the indexes of the scopes it serves in RAM; with
+``Config.pg_cache_dir`` it also saves them on its own disk (a subdirectory per
+:meth:`store_id`), to load a cold scope from them and the server's newer rows.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
@@ -299,6 +302,22 @@ class PostgresStore(RowSecurity, PgTransactions):
                     "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                     (key, value),
                 )
+
+    def store_id(self) -> str | None:
+        """A random id of this store (its database or schema), made by the first host that asks: what names its
+        hosts' local caches (``Config.pg_cache_dir``). None if this role may not record it."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        if row is None:
+            try:
+                with self.write():
+                    self.conn.execute(
+                        "INSERT INTO meta (key, value) VALUES ('store_id', ?) ON CONFLICT (key) DO NOTHING",
+                        (uuid.uuid4().hex,),
+                    )
+                    row = self.conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+            except StoreError:
+                return None
+        return str(row[0]) if row is not None else None
 
     def bind_embedder(self, name: str, dim: int) -> None:
         """Record the embedder on first use (one host wins a race); refuse a different one afterwards.
