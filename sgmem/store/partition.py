@@ -145,10 +145,9 @@ def _convert(raw: Any, tables: list[str], n: int) -> None:
             f'CREATE TABLE "{table}" (LIKE "{table}__plain" INCLUDING DEFAULTS INCLUDING IDENTITY INCLUDING GENERATED '
             "INCLUDING STORAGE INCLUDING COMMENTS) PARTITION BY HASH (scope_id)"
         )
-        for i in range(n):
-            raw.execute(
-                f'CREATE TABLE "{table}_p{i}" PARTITION OF "{table}" FOR VALUES WITH (MODULUS {n}, REMAINDER {i})'
-            )
+        parts = [f"{table}_p{i}" for i in range(n)]
+        for i, part in enumerate(parts):
+            raw.execute(f'CREATE TABLE "{part}" PARTITION OF "{table}" FOR VALUES WITH (MODULUS {n}, REMAINDER {i})')
         raw.execute(f'DROP TABLE "{table}__plain"')  # its sequence too: the new table's draws on from its value
         if last is not None:
             new_seq = raw.execute("SELECT pg_get_serial_sequence(%s, 'id')", (f'"{table}"',)).fetchone()[0]
@@ -158,16 +157,20 @@ def _convert(raw: Any, tables: list[str], n: int) -> None:
             raw.execute(f'ALTER TABLE "{table}" ADD CONSTRAINT "{name}" {definition}')
         for definition in [*indexes, *triggers]:
             raw.execute(definition)
-        for name, qual, check in policies:
-            using = f" USING ({qual})" if qual else ""
-            with_check = f" WITH CHECK ({check})" if check else ""
-            raw.execute(f'CREATE POLICY "{name}" ON "{table}"{using}{with_check}')
-        if rls:
-            raw.execute(f'ALTER TABLE "{table}" ENABLE ROW LEVEL SECURITY')
-        if forced:
-            raw.execute(f'ALTER TABLE "{table}" FORCE ROW LEVEL SECURITY')
-        for grantee, privilege in grants:
-            role = "PUBLIC" if int(grantee) == 0 else raw.execute("SELECT %s::regrole::text", (grantee,)).fetchone()[0]
-            raw.execute(f'GRANT {privilege} ON "{table}" TO {role}')
+        # a partition read directly meets its own policies only (PostgreSQL's rule): each gets its parent's
+        for target in (table, *parts):
+            for name, qual, check in policies:
+                using = f" USING ({qual})" if qual else ""
+                with_check = f" WITH CHECK ({check})" if check else ""
+                raw.execute(f'CREATE POLICY "{name}" ON "{target}"{using}{with_check}')
+            if rls:
+                raw.execute(f'ALTER TABLE "{target}" ENABLE ROW LEVEL SECURITY')
+            if forced:
+                raw.execute(f'ALTER TABLE "{target}" FORCE ROW LEVEL SECURITY')
+            for grantee, privilege in grants:
+                role = (
+                    "PUBLIC" if int(grantee) == 0 else raw.execute("SELECT %s::regrole::text", (grantee,)).fetchone()[0]
+                )
+                raw.execute(f'GRANT {privilege} ON "{target}" TO {role}')
     for table, name, definition in fkeys:
         raw.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}')

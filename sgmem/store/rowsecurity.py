@@ -85,16 +85,16 @@ class RowSecurity:
 
         def _translated(self) -> contextlib.AbstractContextManager[None]: ...
 
-    def _scoped_tables(self) -> list[str]:
+    def _scoped_tables(self, partitions: bool = False) -> list[str]:
         """Tables with a ``scope_id`` column (every table that holds a scope's rows), ``scopes`` aside; a table
-        partitioned by scope counts once (its partitions are reached through it)."""
+        partitioned by scope counts once (its partitions are reached through it), unless ``partitions``."""
         return [
             r[0]
             for r in self.conn.execute(
                 "SELECT k.relname FROM pg_class k JOIN pg_attribute a ON a.attrelid = k.oid "
                 "AND a.attname = 'scope_id' AND NOT a.attisdropped "
                 "WHERE k.relnamespace = to_regnamespace(current_schema()) AND k.relkind IN ('r', 'p') "
-                "AND NOT k.relispartition AND k.relname <> 'scopes' ORDER BY k.relname"
+                f"{'' if partitions else 'AND NOT k.relispartition '}AND k.relname <> 'scopes' ORDER BY k.relname"
             )
         ]
 
@@ -130,14 +130,16 @@ class RowSecurity:
                 "AND policyname = 'sgmem_scope'"
             )
         }
+        # partitions too (sgmem.store.partition): a client that reads a partition directly meets its own
+        # policies only, not its parent's (PostgreSQL's rule)
         tables = [
             r[0]
             for r in raw.execute(
                 "SELECT relname FROM pg_class WHERE relnamespace = to_regnamespace(current_schema()) "
-                "AND relkind IN ('r', 'p') AND NOT relispartition ORDER BY relname"
+                "AND relkind IN ('r', 'p') ORDER BY relname"
             )
         ]
-        scoped = set(self._scoped_tables())
+        scoped = set(self._scoped_tables(partitions=True))
         name = f"(SELECT {_SIGNED}())" if signed else "current_setting('sgmem.scope', true)"
         scope_id = f"(SELECT s.id FROM scopes s WHERE s.name = {name})"
         for table in tables:

@@ -124,6 +124,33 @@ def _visible(conn) -> dict[str, int]:  # type: ignore[no-untyped-def]
     return {t: conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in _tables(conn) if t not in UNSCOPED}
 
 
+@pytest.mark.parametrize("before", ["row security first", "partitions first"])
+def test_a_partition_read_directly_shows_only_the_scope_set(
+    pg_url: str, fake: HashEmbedder, app_role: Role, before: str
+) -> None:
+    """A store partitioned by scope (sgmem.store.partition): a client that reads a partition itself, not through
+    its parent, still sees no scope's rows without sgmem.scope, and only that scope's with it."""
+    from sgmem.store.partition import partition_by_scope
+
+    if before == "partitions first":
+        partition_by_scope(pg_url, partitions=4)
+        _fill(pg_url, fake, PLAIN)
+    else:  # the policies exist when the tables are partitioned: each partition gets them
+        with sgmem.Memory(pg_url, embedder=fake, config=PLAIN):
+            pass
+        partition_by_scope(pg_url, partitions=4)
+        _fill(pg_url, fake, PLAIN)
+    _grant(pg_url, app_role)
+    with app_role.connect() as c:
+        parts = [t for t in _tables(c) if t.startswith("messages_p")]
+        assert len(parts) == 4
+        seen = _visible(c)
+        assert seen == dict.fromkeys(seen, 0), f"rows visible with no sgmem.scope: {seen}"
+        c.execute("SELECT set_config('sgmem.scope', 'bob', false)")
+        texts = {r[0] for p in parts for r in c.execute(f'SELECT content FROM "{p}"')}
+        assert texts == set(BOB)
+
+
 def test_every_table_of_scope_rows_shows_nothing_without_a_scope(
     pg_url: str, fake: HashEmbedder, app_role: Role
 ) -> None:
