@@ -144,7 +144,8 @@ def render_part(raw: dict[str, Any]) -> str:
         "`AddResult.timings_ms` (plan: embedding, the reads before the transaction, keyword and gate "
         "planning; store: the transaction, its commit and the caches following it). Round trips and statements "
         "counted at the driver; the second PostgreSQL row switches the write transaction's pipeline off (one "
-        "round trip per statement, in the same run).",
+        "round trip per statement), the third leaves each commit unflushed (`synchronous_commit = off`, not "
+        "sgmem's setting: the share of an add that durability takes); each add of the three in turn, in the same run.",
         "",
         *parts_table(raw.get("parts", [])),
     ]

@@ -23,35 +23,34 @@ def embedder() -> sgmem.Embedder:
 
 @pytest.fixture(scope="session", autouse=True)
 def _record_pg_statements() -> Iterator[None]:
-    """``SGMEM_TEST_PG_STATEMENTS=FILE``: every statement sent to PostgreSQL goes to FILE, one JSON string a line
-    (``python -m tests.shardable FILE`` checks that each names one scope)."""
+    """``SGMEM_TEST_PG_STATEMENTS=FILE``: every statement sgmem's PostgreSQL store runs through its connection
+    wrapper (``PgConn``: all but the schema's set-up) goes to FILE, one JSON string a line, as sgmem wrote it
+    (``python -m tests.shardable FILE`` translates each and checks that it names one scope, and tells sgmem's own
+    statements from those a test ran through the store's connection)."""
     path = os.environ.get("SGMEM_TEST_PG_STATEMENTS")
     if not path:
         yield
         return
     import json
 
-    import psycopg
+    from sgmem.store import pgsql
 
-    execute, executemany = psycopg.Cursor.execute, psycopg.Cursor.executemany
+    execute, executemany = pgsql.PgConn._execute, pgsql.PgConn.executemany
     out = open(path, "a", encoding="utf-8")  # noqa: SIM115 - open for the whole session
 
-    def text(cur: object, query: object) -> str:
-        return query if isinstance(query, str) else query.as_string(cur)  # type: ignore[attr-defined]
+    def record(self, sql, parameters=()):  # type: ignore[no-untyped-def]
+        out.write(json.dumps(sql) + "\n")
+        return execute(self, sql, parameters)
 
-    def record(self, query, *args, **kwargs):  # type: ignore[no-untyped-def]
-        out.write(json.dumps(text(self, query)) + "\n")
-        return execute(self, query, *args, **kwargs)
+    def record_many(self, sql, seq):  # type: ignore[no-untyped-def]
+        out.write(json.dumps(sql) + "\n")
+        return executemany(self, sql, seq)
 
-    def record_many(self, query, *args, **kwargs):  # type: ignore[no-untyped-def]
-        out.write(json.dumps(text(self, query)) + "\n")
-        return executemany(self, query, *args, **kwargs)
-
-    psycopg.Cursor.execute, psycopg.Cursor.executemany = record, record_many  # type: ignore[method-assign]
+    pgsql.PgConn._execute, pgsql.PgConn.executemany = record, record_many  # type: ignore[method-assign]
     try:
         yield
     finally:
-        psycopg.Cursor.execute, psycopg.Cursor.executemany = execute, executemany  # type: ignore[method-assign]
+        pgsql.PgConn._execute, pgsql.PgConn.executemany = execute, executemany  # type: ignore[method-assign]
         out.close()
 
 
