@@ -47,7 +47,7 @@ from ..types import Hit, MemoryVersion
 from . import store as sql
 from .context import DerivedItem
 from .extract import Candidate, llm_fact_candidates, llm_insights, llm_summary, rule_fact_candidates
-from .index import ScopeCache, load_cache, load_summaries, load_tables
+from .index import ScopeCache, load_cache, load_tables
 from .merge import llm_merge, rule_merge
 from .reads import after_delete, before_delete, context_items, derived_hits, history, parse_memory_id
 from .sessions import (
@@ -111,6 +111,7 @@ class Applied:
     summaries: int = 0
     insights: int = 0
     summary_keys: list[tuple[str, str]] = field(default_factory=list)  # (thread, session) of changed summaries
+    summary_rows: list[tuple[int, float, str, np.ndarray]] = field(default_factory=list)  # theirs, as stored
     counts: dict[str, int] = field(default_factory=lambda: {ADD: 0, UPDATE: 0, NOOP: 0})
 
 
@@ -415,7 +416,7 @@ class DerivedEngine:
                     supports.extend((mid, m) for m in src)
                 else:
                     assert op.text is not None and op.vec is not None
-                    sql.update_memory(
+                    updated = sql.update_memory(
                         conn,
                         scope_id,
                         mid,
@@ -427,10 +428,7 @@ class DerivedEngine:
                         {**detail, "candidate": cand.text},
                         ts=ts,
                     )
-                    at_ts = conn.execute(
-                        "SELECT at_ts, thread FROM derived WHERE scope_id = ? AND id = ?", (scope_id, mid)
-                    ).fetchone()
-                    out.fact_meta[mid] = (float(at_ts[0]), at_ts[1])
+                    out.fact_meta[mid] = (updated.at_ts, updated.thread)
             else:
                 mid = row_id(op.row)
                 supports.extend((mid, m) for m in src)
@@ -488,11 +486,13 @@ class DerivedEngine:
                 sessions.append(key[1])
         if self.dcfg.summaries:
             for s in sessions:
-                if upsert_summary(
+                row = upsert_summary(
                     conn, scope_id, thread, s, self.dcfg.summary_sentences, plan.summaries.get((thread, s))
-                ):
+                )
+                if row is not None:
                     out.summaries += 1
                     out.summary_keys.append((thread, s))
+                    out.summary_rows.append(row)
         for (th, s), items in plan.insights.items():
             out.insights += replace_session_insights(conn, scope_id, th, s, items)
         if self.dcfg.insights == "cluster" and plan.view is not None:
@@ -523,8 +523,9 @@ class DerivedEngine:
             if self._caches.get(scope_id) is None:
                 fresh = load_tables(conn, scope_id, self.dim, ("fact", "summary", "insight"))
             else:
-                # only what this add changed: reloading every summary cost O(sessions) per add
-                changed = load_summaries(conn, scope_id, self.dim, applied.summary_keys)
+                # only what this add changed (reloading every summary cost O(sessions) per add), as the
+                # transaction stored it: nothing to read back
+                changed = sorted(applied.summary_rows, key=lambda r: r[0])
                 if applied.insights:  # replaced as a set (a session's, or every cluster's): reloaded
                     fresh = load_tables(conn, scope_id, self.dim, ("insight",))
         with self._lock:

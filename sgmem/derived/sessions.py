@@ -62,8 +62,9 @@ def upsert_summary(
     k: int,
     llm_text: tuple[str, np.ndarray, int] | None,
     force: bool = False,
-) -> bool:
-    """Write a session's summary (LLM text if given, else extractive); True if it changed.
+) -> tuple[int, float, str, np.ndarray] | None:
+    """Write a session's summary (LLM text if given, else extractive); if it changed, its row as the derived
+    memory's cache holds it, ``(id, at_ts, thread, vector)``, else None.
 
     An LLM summary is kept until the next LLM summary of its session (the
     extractive rule does not overwrite it, unless ``force``: a delete took
@@ -100,7 +101,7 @@ def upsert_summary(
         for mid, name, role, content, at in stored()
     ]
     if not lines:
-        return False
+        return None
     first_at = lines[0][2]
     if llm_text is not None:
         text, vec, covered = llm_text
@@ -108,10 +109,10 @@ def upsert_summary(
         method, cause, detail = "llm", "summarised-llm", {"covered": covered}
     else:
         if existing is not None and existing[2] == "llm" and not force:
-            return False
+            return None
         rows = sentences() if sentences is not None else []
         if not rows:
-            return False
+            return None
         # a sentence said twice in a session is one candidate (the first)
         seen: set[str] = set()
         rows = [r for r in rows if not (r[1].strip().lower() in seen or seen.add(r[1].strip().lower()))]  # type: ignore[func-returns-value]
@@ -121,13 +122,14 @@ def upsert_summary(
         vec = _unit(vecs[pick].astype(np.float64).mean(axis=0))
         sources = sorted({int(rows[i][0]) for i in pick})
         method, cause, detail = "rule", "summarised-rule", {"covered": len(lines)}
+    row = (first_at.timestamp(), thread, np.array(vec, dtype=np.float32))  # as stored (the caller's cache)
     if existing is None:
-        insert_memory(
+        mid = insert_memory(
             conn, scope_id, "summary", text, vec, first_at, thread, session, None, method, sources, cause, detail
         )
-        return True
+        return (mid, *row)
     if existing[1] == text and existing[2] == method:
-        return False
+        return None
     # [D] only an LLM summary is archived when replaced: an extractive one is recomputable, and
     # follows its session at every add (archiving each would grow the store per message); after a
     # delete (force) the replaced text held deleted words and is never archived
@@ -145,7 +147,7 @@ def upsert_summary(
         archive=existing[2] == "llm" and not force,
     )
     conn.execute("UPDATE derived SET method = ? WHERE scope_id = ? AND id = ?", (method, scope_id, existing[0]))
-    return True
+    return (existing[0], *row)
 
 
 def session_facts(

@@ -11,14 +11,14 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..gate.density import Density
 from ..gate.gate import Decision, GateState
 from ..llm import LLMUsage
-from ..store.batch import drawn_ids
+from ..store.batch import ahead, drawn_ids
 
 __all__ = [
     "add_support",
@@ -224,8 +224,8 @@ def update_memory(
     replace_sources: bool = False,
     ts: str | None = None,
     archive: bool = True,
-) -> int:
-    """Give memory ``mid`` a new current version; return its version number.
+) -> Updated:
+    """Give memory ``mid`` a new current version; return it with the memory's time and thread (:class:`Updated`).
 
     With ``archive`` the version it replaces is kept in ``derived_versions``
     (a delete restoring an older version passes ``archive=False``: the text it
@@ -233,12 +233,19 @@ def update_memory(
     ``new_sources`` (or exactly ``new_sources`` with ``replace_sources``);
     ``at`` is when the newest information was said.
     """
-    row = conn.execute(
-        "SELECT version, at, text, vec, cause, updated_at, detail FROM derived WHERE scope_id = ? AND id = ?",
+    rows = ahead(  # both reads go together (one round trip to a PostgreSQL server)
+        conn,
+        "SELECT version, at, text, vec, cause, updated_at, detail, thread FROM derived WHERE scope_id = ? AND id = ?",
         (scope_id, mid),
-    ).fetchone()
+    )
+    sources = ahead(
+        conn,
+        "SELECT message_id FROM derived_sources WHERE scope_id = ? AND memory_id = ? AND role = 'origin'",
+        (scope_id, mid),
+    )
+    row = rows()[0]
     version = int(row[0]) + 1
-    current = origin_sources(conn, scope_id, mid)
+    current = sorted(int(r[0]) for r in sources())
     if archive:
         conn.execute(
             "INSERT INTO derived_versions (scope_id, memory_id, version, text, vec, cause, at, recorded_at, sources, "
@@ -273,7 +280,15 @@ def update_memory(
         "INSERT OR REPLACE INTO derived_sources (scope_id, memory_id, message_id, role) VALUES (?, ?, ?, 'origin')",
         [(scope_id, mid, s) for s in sorted(srcs)],
     )
-    return version
+    return Updated(version, at_new.timestamp(), row[7])
+
+
+class Updated(NamedTuple):
+    """What :func:`update_memory` made of a memory: its new version, time (epoch seconds) and thread."""
+
+    version: int
+    at_ts: float
+    thread: str
 
 
 def add_support(conn: sqlite3.Connection, scope_id: int, mid: int, message_ids: Sequence[int]) -> None:
