@@ -184,6 +184,8 @@ def plan_prepared(
     with mem._lock:  # the connection is shared: no read may interleave with another thread's write
         mem._check_open()
         sid_known = mem._store.scope_id(p.scope)
+        if sid_known:  # the scope's index checked now: PostgreSQL read its generation with its id (no round trip)
+            mem._index(sid_known)
         known = mem._store.vectors_by_hash(sid_known, missing) if sid_known and missing else {}
     known.update((s.embed_hash, vectors[s.embed_hash]) for s in prep.sentences if s.embed_hash in vectors)
     vecs, n_embedded = embed_texts(
@@ -199,7 +201,8 @@ def plan_prepared(
         for sent, act in zip(prep.sentences, acts.tolist(), strict=True):
             sent.act = act
     with mem._lock:  # keywords are planned against the scope's vocabulary, outside the transaction
-        kw_idx = mem._index(sid_known) if sid_known else None
+        # the index checked above (an add of another thread of this Memory may have replaced it since: that one)
+        kw_idx = (mem._indexes.get(sid_known) or mem._index(sid_known)) if sid_known else None
         if kw_idx is not None:
             ann = ensure_ann(kw_idx, mem.config.graph)  # a first (re)build happens here, outside the write lock
             p.knn = _start_knn(mem, kw_idx, ann, p.sent_vecs)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any
@@ -261,7 +262,19 @@ class PgConn:
         #: table -> the sequence of its identity ``id`` (PostgresStore sets it)
         self.sequences: dict[str, str] = {}
         self._drawn: dict[str, list[int]] = {}  # ids drawn ahead for this transaction's new rows
+        self._remembered = threading.local()  # (scope id, generation) a thread read with its last statement
         self._drawing: Any = None  # (cursor, tables) of a draw not read yet
+
+    def remember_generation(self, scope_id: int, generation: int) -> None:
+        """Keep a scope's generation this thread's last statement read, until its next statement."""
+        self._remembered.value = (scope_id, generation)
+
+    def remembered_generation(self, scope_id: int) -> int | None:
+        """The generation :meth:`remember_generation` kept for ``scope_id`` (then forgotten), if this thread sent
+        no statement since; else None."""
+        kept = getattr(self._remembered, "value", None)
+        self._remembered.value = None
+        return kept[1] if kept is not None and kept[0] == scope_id else None
 
     def reserve(self, counts: dict[str, int]) -> None:
         """Draw ids for this transaction's new rows of several tables in one statement, read with the next
@@ -351,6 +364,7 @@ class PgConn:
             raise self.translate(exc) from exc
 
     def _execute(self, sql: str, parameters: Any = ()) -> PgCursor:
+        self._remembered.value = None  # a statement of this thread: what it remembered may be older now
         if sql.lstrip()[:6].upper() == "PRAGMA":  # SQLite's file settings mean nothing here: no rows
             return PgCursor(_NoRows(), self, None)
         query, returns_id = to_pg(sql, self.id_tables)
@@ -369,6 +383,7 @@ class PgConn:
         return PgCursor(cur, self, lastrowid)
 
     def executemany(self, sql: str, seq: Sequence[Any]) -> PgCursor:
+        self._remembered.value = None
         query, _ = to_pg(sql, frozenset())  # no RETURNING: executemany never reads lastrowid
         rows = [_params(p) for p in seq]
         with self.lock:  # as execute()

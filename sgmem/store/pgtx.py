@@ -161,7 +161,13 @@ class PgTransactions(SQLiteStore):
         """
         self._use_scope(name)
         if not self._writing:
-            return super().scope_id(name, create=create)
+            if create:
+                return super().scope_id(name, create=create)
+            row = self.conn.execute("SELECT id, generation FROM scopes WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                return None
+            self.conn.remember_generation(int(row[0]), int(row[1]))  # see generation()
+            return int(row[0])
         lock = "SELECT id, generation FROM scopes WHERE name = ? FOR NO KEY UPDATE"
         row = self.conn.execute(lock, (name,)).fetchone()
         if row is None and create:
@@ -188,10 +194,14 @@ class PgTransactions(SQLiteStore):
 
     def generation(self, scope_id: int) -> int:
         """How many changes the scope has seen; inside a write that locked the scope, without asking the server
-        (no other writer can change it while the lock is held; this one's bumps are counted here)."""
+        (no other writer can change it while the lock is held; this one's bumps are counted here); right after
+        :meth:`scope_id` looked the scope up, the value read with its id."""
         if self._writing and scope_id in self._locked:
             return self._locked[scope_id]
-        return super().generation(scope_id)
+        # outside a write: the value the scope's look-up by name read with its id, if this thread sent no
+        # statement since (a search looks the scope up, embeds the query, then checks its index: one round trip)
+        remembered = self.conn.remembered_generation(scope_id)
+        return remembered if remembered is not None else super().generation(scope_id)
 
     def bump_generation(self, scope_id: int) -> int:
         """Mark the scope changed; return the new generation (sent with the transaction's next read or commit)."""
