@@ -21,6 +21,7 @@ import pytest
 
 import sgmem
 from sgmem.store.postgres import scope_token
+from tests.pg import makes_its_own_tables
 
 from .helpers import HashEmbedder
 
@@ -124,6 +125,7 @@ def _visible(conn) -> dict[str, int]:  # type: ignore[no-untyped-def]
     return {t: conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in _tables(conn) if t not in UNSCOPED}
 
 
+@makes_its_own_tables
 @pytest.mark.parametrize("before", ["row security first", "partitions first"])
 def test_a_partition_read_directly_shows_only_the_scope_set(
     pg_url: str, fake: HashEmbedder, app_role: Role, before: str
@@ -332,6 +334,7 @@ def test_every_scope_adds_entities_under_row_security(pg_url: str, fake: HashEmb
         _entities_per_scope(mem, ("alice", "bob", "carol"))
 
 
+@makes_its_own_tables  # an ordinary role creates them
 def test_a_store_owned_by_an_ordinary_role_migrates_its_entity_ids_under_row_security(
     pg_url: str, fake: HashEmbedder, app_role: Role
 ) -> None:

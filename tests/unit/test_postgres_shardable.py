@@ -14,7 +14,6 @@ tables partitioned by scope (sgmem.store.partition) behave as plain ones.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,7 +21,7 @@ import pytest
 
 import sgmem
 from sgmem.store.partition import partition_by_scope, partitioned_tables
-from tests.pg import PARTITIONS_ENV
+from tests.pg import makes_its_own_tables
 from tests.shardable import violations
 
 from .derived.helpers import ScriptedLLM, facts_json
@@ -32,13 +31,6 @@ pytestmark = pytest.mark.postgres
 
 #: tables that hold no scope's rows
 GLOBAL = {"meta", "migrations", "sgmem_scope_keys"}
-
-#: the tests that make the store's schema themselves need the plain, empty one a fresh schema is (tests/pg.py)
-makes_its_own_schema = pytest.mark.skipif(
-    bool(os.environ.get(PARTITIONS_ENV)),
-    reason=f"{PARTITIONS_ENV} gives every fresh store partitioned tables; this test makes the schema itself",
-)
-
 
 def _rows(url: str, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     import psycopg
@@ -207,7 +199,7 @@ def test_every_statement_the_store_issues_names_one_scope(pg_url: str, recorded:
     assert not bad, "statements not pinned to one scope:\n" + "\n".join(f"{v}: {s[:300]}" for s, v in bad.items())
 
 
-@makes_its_own_schema
+@makes_its_own_tables
 def test_a_store_partitioned_by_scope_keeps_each_scope_apart(pg_url: str) -> None:
     parts = partition_by_scope(pg_url, partitions=4)
     assert parts["messages"] == 4 and parts["sentences"] == 4 and "scopes" not in parts
@@ -230,7 +222,7 @@ def test_a_store_partitioned_by_scope_keeps_each_scope_apart(pg_url: str) -> Non
         partition_by_scope(pg_url, partitions=4)
 
 
-@makes_its_own_schema
+@makes_its_own_tables
 def test_a_store_that_holds_rows_is_not_partitioned(pg_url: str) -> None:
     with sgmem.Memory(pg_url, embedder=HashEmbedder()) as mem:
         mem.add([{"role": "user", "content": "hello"}], scope="s", thread="t")
@@ -243,7 +235,7 @@ def test_a_store_that_holds_rows_is_not_partitioned(pg_url: str) -> None:
         partition_by_scope(pg_url, partitions=1)
 
 
-@makes_its_own_schema
+@makes_its_own_tables
 def test_a_store_of_an_older_schema_is_rekeyed_in_place(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A store last opened by an sgmem of schema 0007 (keys by row id alone) opens: every row kept, now keyed by
     scope, a generated memory's links and versions with its scope, and the store reads and deletes as before."""
