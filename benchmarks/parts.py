@@ -51,6 +51,7 @@ PARTS: dict[str, str] = {
     "write": "benchmarks.write_cost",
     "gate": "benchmarks.gate",
     "postgres": "benchmarks.postgres",
+    "service": "benchmarks.service",
     "scopes": "benchmarks.scopes",
     "store": "benchmarks.store",
     "mcp": "benchmarks.mcp_latency",

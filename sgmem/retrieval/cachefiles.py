@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._version import __version__
+from ..store.batch import ahead
 from .snapshot import FORMAT, read_columns, restore_columns, write_columns
 
 if TYPE_CHECKING:
@@ -222,21 +223,29 @@ def load_cached(directory: Path | None, conn: Any, make: Callable[[], ScopeIndex
 
 
 def _same_rows(conn: Any, idx: ScopeIndex) -> bool:
-    """Probe rows (first, middle, last turn and sentence) equal SQLite's rows of the same ids."""
+    """Probe rows (first, middle, last turn and sentence) equal SQLite's rows of the same ids.
+
+    The six reads are sent before any is read (one round trip to a PostgreSQL server, :func:`ahead`)."""
     n, m = idx.n_turns, idx.n_sentences
     msg_ids, ext_ids, at_ts = idx._msg_ids.view(), idx.ext_ids, idx._at_ts.view()
-    for r in sorted({0, n // 2, n - 1}) if n else ():
-        row = conn.execute(
-            "SELECT scope_id, ext_id, at_ts, round_id FROM messages WHERE id = ?", (int(msg_ids[r]),)
-        ).fetchone()
+    turns = [
+        (r, ahead(conn, "SELECT scope_id, ext_id, at_ts, round_id FROM messages WHERE scope_id = ? AND id = ?",
+                  (idx.scope_id, int(msg_ids[r]))))
+        for r in (sorted({0, n // 2, n - 1}) if n else ())
+    ]  # fmt: skip
+    sids, owner, pos, acts = idx._sent_ids.view(), idx._sent_msg.view(), idx._sent_idx.view(), idx._raw_acts.view()
+    sents = [
+        (r, ahead(conn, "SELECT scope_id, message_id, idx, COALESCE(act, -1), vec FROM sentences "
+                  "WHERE scope_id = ? AND id = ?", (idx.scope_id, int(sids[r]))))
+        for r in (sorted({0, m // 2, m - 1}) if m else ())
+    ]  # fmt: skip
+    for r, rows in turns:
+        row = next(iter(rows()), None)
         if row is None or tuple(row) != (idx.scope_id, ext_ids[r], float(at_ts[r]), int(idx._round_ids.view()[r])):
             return False
     vecs = idx.sentence_vectors()
-    sids, owner, pos, acts = idx._sent_ids.view(), idx._sent_msg.view(), idx._sent_idx.view(), idx._raw_acts.view()
-    for r in sorted({0, m // 2, m - 1}) if m else ():
-        row = conn.execute(
-            "SELECT scope_id, message_id, idx, COALESCE(act, -1), vec FROM sentences WHERE id = ?", (int(sids[r]),)
-        ).fetchone()
+    for r, rows in sents:
+        row = next(iter(rows()), None)
         if row is None or tuple(row[:4]) != (idx.scope_id, int(msg_ids[owner[r]]), int(pos[r]), int(acts[r])):
             return False
         if not np.array_equal(np.frombuffer(row[4], dtype=np.float32), vecs[r]):
