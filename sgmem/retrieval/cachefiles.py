@@ -170,9 +170,13 @@ def _same_file(path: str, recorded: Any) -> bool:
         return False
 
 
-def load_cached(directory: Path | None, conn: Any, make: Callable[[], ScopeIndex], acts_by: str) -> ScopeIndex | None:
+def load_cached(
+    directory: Path | None, conn: Any, make: Callable[[], ScopeIndex], acts_by: str, *, same_stamp: bool = True
+) -> ScopeIndex | None:
     """The scope's index from its cache files if they are current and match SQLite (see the module
-    docstring), else None. ``make`` returns an empty index stamped with the scope's generation now."""
+    docstring), else None. ``make`` returns an empty index stamped with the scope's generation now (or the
+    older generation the caller expects the files at: pass ``same_stamp=False`` then, since every write after
+    it drew another stamp; the caller checks the rows since, as a PostgreSQL host's older files are)."""
     if directory is None:
         return None
     idx = make()
@@ -189,6 +193,8 @@ def load_cached(directory: Path | None, conn: Any, make: Callable[[], ScopeIndex
             "dim": idx.dim,
             "acts_by": acts_by,
         }
+        if not same_stamp:
+            del expect["stamp"]
         if any(meta.get(k) != v for k, v in expect.items()):
             return None
         files = meta.get("files") or {}

@@ -138,7 +138,7 @@ def _older_saved(
         fresh.act_model = act_model
         return fresh
 
-    idx = load_cached(cache_dir, conn, make, acts_by)
+    idx = load_cached(cache_dir, conn, make, acts_by, same_stamp=False)  # the writes since drew other stamps
     if idx is not None and refresh_index(store, idx) and idx.generation == generation:
         idx.dirty = True  # saved again at its newer generation
         return idx

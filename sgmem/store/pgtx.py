@@ -22,6 +22,7 @@ server's ``synchronous_commit`` says.
 from __future__ import annotations
 
 import contextlib
+import secrets
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -204,10 +205,14 @@ class PgTransactions(SQLiteStore):
         return remembered if remembered is not None else super().generation(scope_id)
 
     def bump_generation(self, scope_id: int) -> int:
-        """Mark the scope changed; return the new generation (sent with the transaction's next read or commit)."""
+        """Mark the scope changed (a new generation and a new random stamp); return the new generation (sent
+        with the transaction's next read or commit)."""
         if not (self._writing and scope_id in self._locked):
             return super().bump_generation(scope_id)
-        self.conn.execute("UPDATE scopes SET generation = generation + 1 WHERE id = ?", (scope_id,))
+        self.conn.execute(
+            "UPDATE scopes SET generation = generation + 1, stamp = ? WHERE id = ?",
+            (secrets.randbits(62) + 1, scope_id),  # a new random stamp, as SQLiteStore.bump_generation draws
+        )
         self._locked[scope_id] += 1
         return self._locked[scope_id]
 

@@ -74,3 +74,13 @@ def test_an_add_that_fails_after_its_ids_were_drawn_leaves_gaps_not_reused_ids(
         new = [int(r[0]) for r in mem._store.conn.execute("SELECT id FROM messages ORDER BY id")]
         assert new[: len(ids)] == ids and min(new[len(ids) :]) > max(ids) + len(TURN)
         assert [m.content for m in mem.messages(scope="bob")] == [t["content"] for t in TURN]
+
+
+def test_every_add_draws_a_new_stamp_for_the_saved_index_files(pg_url: str) -> None:
+    # a host's saved index files (Config.pg_cache_dir) are trusted at the same generation only with the same stamp
+    with sgmem.Memory(pg_url, embedder=HashEmbedder(dim=16)) as mem:
+        stamps = []
+        for text in ("Miso sleeps on the sofa.", "Miso caught a mouse.", "Miso is two years old."):
+            mem.add([{"role": "user", "content": text}], scope="alice", thread="t")
+            stamps.append(mem._store.conn.execute("SELECT stamp FROM scopes WHERE name = ?", ("alice",)).fetchone()[0])
+        assert 0 not in stamps and len(set(stamps)) == len(stamps), stamps
