@@ -40,14 +40,18 @@ def _strip(raw: dict[str, Any]) -> dict[str, Any]:
 
 def run_part(ctx: Any) -> dict[str, Any]:
     from sgmem.eval.oracle import default_longmemeval_path
-    from sgmem.eval.small import run_small
+    from sgmem.eval.pool import packaged_pool
+    from sgmem.eval.small import measured_with, run_small
 
     args = ctx.args
     smoke = bool(getattr(args, "smoke", False))
     chats = 1 if smoke else int(getattr(args, "small_chats", None) or 100)
     lme = Path(getattr(args, "longmemeval", None) or default_longmemeval_path())
-    raw: dict[str, Any] = {"smoke": smoke}
+    raw: dict[str, Any] = {"smoke": smoke, **measured_with(), "folds": None}
     for pool in ("report", "build"):
+        if packaged_pool(pool) is None and not smoke:  # never the development test pool under a pool's name
+            raw[pool] = {"missing": f"sgmem/data/small_pool_{pool}.json"}
+            continue
         ctx.progress(f"small: pool {pool}, {chats} chats")
         out = run_small(pool=pool, chats=chats, embedder=ctx.embedder(), texts=False, progress=ctx.progress)
         raw.update({k: v for k, v in out.items() if k != "suite"})
@@ -72,10 +76,14 @@ def render_part(raw: dict[str, Any]) -> str:
     from sgmem.eval.small_report import render_intro, render_lme, render_suite
 
     parts = [HOW, render_intro(raw)]
-    if "report" in raw:
-        parts.append(render_suite(raw["report"], 0, "Chat suite, `report` pool (held out: used only for this figure)"))
-    if "build" in raw:
-        parts.append(render_suite(raw["build"], 0, "Chat suite, `build` pool (in-sample: ranking work looks at it)"))
+    for pool, title in (
+        ("report", "Chat suite, `report` pool (held out: used only for this figure)"),
+        ("build", "Chat suite, `build` pool (in-sample: ranking work looks at it)"),
+    ):
+        if "missing" in raw.get(pool, {}):
+            parts.append(f"### {title}\n\nNot measured: no pool file at `{raw[pool]['missing']}`.")
+        elif pool in raw:
+            parts.append(render_suite(raw[pool], 0, title))
     if "longmemeval" in raw:
         parts.append(render_lme(raw["longmemeval"]))
     elif "longmemeval_missing" in raw:
@@ -88,7 +96,7 @@ def summary_lines(raw: dict[str, Any]) -> list[str]:
 
     out = []
     for key, label in (("report", "chat suite, report pool"), ("longmemeval", "LongMemEval evidence sessions")):
-        if key not in raw or not raw[key]["records"]:
+        if key not in raw or not raw[key].get("records"):
             continue
         s = summarize(raw[key]["records"])
         allc = s["categories"]["all"]

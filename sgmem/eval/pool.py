@@ -19,7 +19,17 @@ from typing import Any
 
 from ..errors import InvalidInputError
 
-__all__ = ["FORMS", "POOL_NAMES", "Fact", "LongText", "Pool", "check_pool", "load_pool", "pool_path"]
+__all__ = [
+    "FORMS",
+    "POOL_NAMES",
+    "Fact",
+    "LongText",
+    "Pool",
+    "check_pool",
+    "load_pool",
+    "packaged_pool",
+    "pool_path",
+]
 
 #: the forms a fact is told in
 FORMS = ("statement", "short_reply", "update", "assistant", "foreign")
@@ -88,6 +98,12 @@ class Pool:
     dropped: tuple[str, ...] = field(default=())
 
 
+def packaged_pool(name: str) -> Path | None:
+    """The packaged file of pool ``name`` (``"build"`` or ``"report"``), or None when it is not in this checkout."""
+    path = _DATA / f"small_pool_{name}.json"
+    return path if name in POOL_NAMES and path.is_file() else None
+
+
 def pool_path(name: str) -> Path:
     """The file of a pool: ``"build"`` or ``"report"`` (packaged), or a path to a pool file.
 
@@ -95,13 +111,13 @@ def pool_path(name: str) -> Path:
     (``tests/data/small_pool.json``), so the harness runs before the measurement pools are copied in.
     """
     if name in POOL_NAMES:
-        packaged = _DATA / f"small_pool_{name}.json"
-        if packaged.is_file():
+        packaged = packaged_pool(name)
+        if packaged is not None:
             return packaged
         if _TEST_POOL.is_file():
             return _TEST_POOL
         raise InvalidInputError(
-            "pool", name, f"a pool file: copy it to {packaged} (the SPEC's format), or pass its path"
+            "pool", name, f"a pool file: copy it to {_DATA / f'small_pool_{name}.json'}, or pass its path"
         )
     path = Path(name).expanduser()
     if not path.is_file():

@@ -41,7 +41,17 @@ from .pool import load_pool
 from .small_base import BASELINES, BM25_DEFAULT, BM25_VARIANTS, BM25Variant, TurnBaselines
 from .suite import Chat, Probe, generate_chats
 
-__all__ = ["DEEP", "SCOPE", "SYSTEMS", "default_budget", "default_k", "run_small", "score_chat", "score_probe"]
+__all__ = [
+    "DEEP",
+    "SCOPE",
+    "SYSTEMS",
+    "default_budget",
+    "default_k",
+    "measured_with",
+    "run_small",
+    "score_chat",
+    "score_probe",
+]
 
 SCOPE = "user"
 #: sgmem, then the baselines
@@ -59,6 +69,21 @@ def default_k() -> int:
 def default_budget() -> int:
     """The ``budget_tokens`` of :meth:`sgmem.Memory.context` when a user gives none."""
     return int(inspect.signature(Memory.context).parameters["budget_tokens"].default)
+
+
+def measured_with() -> dict[str, Any]:
+    """What every figure is measured at: the defaults a user gets and the BM25 baseline's variant."""
+    cfg = Config()
+    return {
+        "defaults": {
+            "k": default_k(),
+            "budget_tokens": default_budget(),
+            "min_relevance": cfg.min_relevance,
+            "relative_relevance": cfg.relative_relevance,
+            "assistant_weight": cfg.hybrid.assistant_weight,
+        },
+        "bm25": BM25_DEFAULT.label,
+    }
 
 
 def _norm(text: str) -> str:
@@ -205,18 +230,7 @@ def run_small(
     """
     fold_list = sorted(set(folds)) if folds is not None else None
     variants = BM25_VARIANTS if bm25_variants else ()
-    cfg = Config()
-    raw: dict[str, Any] = {
-        "defaults": {
-            "k": default_k(),
-            "budget_tokens": default_budget(),
-            "min_relevance": cfg.min_relevance,
-            "relative_relevance": cfg.relative_relevance,
-            "assistant_weight": cfg.hybrid.assistant_weight,
-        },
-        "bm25": BM25_DEFAULT.label,
-        "folds": fold_list,
-    }
+    raw: dict[str, Any] = {**measured_with(), "folds": fold_list}
     if pool is not None:
         p = load_pool(pool)
         keep_texts = texts if texts is not None else p.name != "report"

@@ -47,3 +47,16 @@ def test_the_part_runs_stores_no_wording_and_renders(embedder: Any, tmp_path: Pa
     assert "| P@1 (" in section and "unrelated questions emptied" in section
     (line,) = [x for x in small.summary_lines(raw) if "LongMemEval" in x]
     assert line.startswith("- Small memories at the defaults (LongMemEval evidence sessions, 1 questions): P@1 ")
+
+
+def test_a_full_run_never_reports_the_test_pool_under_a_pools_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sgmem.eval.pool._DATA", tmp_path)  # no packaged pool here
+    args = Namespace(smoke=False, longmemeval=str(tmp_path / "absent.json.gz"), small_chats=5)
+    ctx = SimpleNamespace(args=args, embedder=lambda: None, progress=lambda s: None)
+    raw = small.run_part(ctx)
+    assert raw["report"] == {"missing": "sgmem/data/small_pool_report.json"} and "missing" in raw["build"]
+    section = small.render_part(raw)
+    assert "Not measured: no pool file at `sgmem/data/small_pool_report.json`" in section
+    assert "LongMemEval not measured" in section and small.summary_lines(raw) == []
