@@ -58,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
         "--lme-seeds", type=int, nargs="+", default=[0], help="longmemeval: the subset's seeds (several: the union)"
     )
     p.add_argument("--max-questions", type=int, default=None, help="LoCoMo: only the first N questions each")
+    p.add_argument("--small-chats", type=int, default=100, help="small: chats composed from each wording pool")
     p.add_argument(
         "--workers",
         type=int,

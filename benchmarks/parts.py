@@ -44,6 +44,7 @@ PARTS: dict[str, str] = {
     "quality": "benchmarks.quality",
     "chat": "benchmarks.chat",
     "longmemeval": "benchmarks.longmemeval",
+    "small": "benchmarks.small",
     "ablation": "benchmarks.ablation",
     "acts": "benchmarks.acts",
     "speed": "benchmarks.speed",

@@ -582,6 +582,49 @@ def cmd_eval_longmemeval(args: argparse.Namespace) -> int:
     return _report_eval(args, embedder, "\n".join(parts))
 
 
+def cmd_eval_small(args: argparse.Namespace) -> int:
+    """``sgmem eval small``: the defaults on small memories (the chat suite, LongMemEval's evidence sessions)."""
+    from .embed import default_embedder
+    from .eval import CachingEmbedder
+    from .eval.oracle import default_longmemeval_path
+    from .eval.pool import load_pool
+    from .eval.small import run_small
+    from .eval.small_report import render_small
+    from .eval.suite import FOLDS
+
+    if args.chats < 1:
+        raise InvalidInputError("--chats", args.chats, "a number of chats of at least 1")
+    bad = [f for f in args.folds or [] if not 0 <= f < FOLDS]
+    if bad:
+        raise InvalidInputError("--folds", bad, f"fold numbers from 0 to {FOLDS - 1}")
+    pool = None if args.pool == "none" else args.pool
+    lme = None if args.longmemeval is None else (
+        default_longmemeval_path() if args.longmemeval == "default" else Path(args.longmemeval)
+    )  # fmt: skip
+    if pool is None and lme is None:
+        raise InvalidInputError("--pool", "none", "a pool, or --longmemeval, to have something to measure")
+    if pool is not None:
+        load_pool(pool)  # a bad pool is reported before the model loads
+    if lme is not None and not lme.is_file():
+        raise InvalidInputError("--longmemeval", str(lme), "an existing LongMemEval JSON file (.json or .json.gz)")
+    embedder: Any = default_embedder()
+    if args.cache != "none":
+        embedder = CachingEmbedder(embedder, Path(args.cache).expanduser())
+    raw = run_small(
+        pool=pool,
+        longmemeval=lme,
+        chats=args.chats,
+        seed=args.seed,
+        folds=args.folds,
+        embedder=embedder,
+        bm25_variants=args.bm25_variants,
+        progress=_notes(args),
+    )
+    if args.raw:
+        Path(args.raw).write_text(json.dumps(raw, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    return _report_eval(args, embedder, render_small(raw, failures=args.failures))
+
+
 def _report_eval(args: argparse.Namespace, embedder: Any, report: str) -> int:
     """Keep the embedding cache, print an evaluation's report and write it to ``--out``."""
     from .eval import CachingEmbedder
@@ -887,6 +930,39 @@ def build_parser() -> argparse.ArgumentParser:
     lme.add_argument("--out", default=None, help="also write the Markdown report here")
     lme.add_argument("--quiet", "-q", action="store_true", help="no progress lines on the terminal")
     lme.set_defaults(func=cmd_eval_longmemeval)
+    sm = esub.add_parser(
+        "small",
+        help="the defaults on small memories: generated personal-assistant chats and LongMemEval's evidence "
+        "sessions; P@1, answer inside the default context, unrelated questions emptied, against baselines",
+        description="Each chat in a fresh Memory() at the defaults (search's k and cutoff, context's budget, now= "
+        "the question's date); dense sentences, BM25, their RRF and the RRF with sgmem's role prior rank the "
+        "same turns.",
+    )
+    sm.add_argument(
+        "--pool", default="build", help="wording pool: build (default), report, a pool file's path, or none"
+    )
+    sm.add_argument(
+        "--longmemeval",
+        nargs="?",
+        const="default",
+        default=None,
+        metavar="PATH",
+        help="also LongMemEval reduced to each question's evidence sessions (no PATH: ../shared/data/longmemeval/)",
+    )
+    sm.add_argument("--chats", type=int, default=100, help="chats composed from the pool (100)")
+    sm.add_argument("--seed", type=int, default=0, help="the suite's seed (0)")
+    sm.add_argument("--folds", type=int, nargs="+", default=None, help="score only these question folds (0-4)")
+    sm.add_argument(
+        "--cache",
+        default=str(Path("~/.cache/sgmem/eval")),
+        help="embedding cache directory, so reruns are fast (~/.cache/sgmem/eval); none: no cache",
+    )
+    sm.add_argument("--bm25-variants", action="store_true", help="also report every bm25s variant's P@1")
+    sm.add_argument("--failures", type=int, default=20, help="list sgmem's N worst misses (not for the report pool)")
+    sm.add_argument("--raw", default=None, help="also write the per-question results (JSON) here")
+    sm.add_argument("--out", default=None, help="also write the Markdown report here")
+    sm.add_argument("--quiet", "-q", action="store_true", help="no progress lines on the terminal")
+    sm.set_defaults(func=cmd_eval_small)
 
     cal = sub.add_parser("calibrate", help="calibrate the portable novelty gate's tau_noop on a corpus")
     cal.add_argument("corpus", help="a .txt (one memory per line), messages .json/.jsonl, or LoCoMo .json file")
