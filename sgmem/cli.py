@@ -34,6 +34,8 @@ SCOPE_ENV = "SGMEM_SCOPE"
 
 
 def redact(url: str) -> str:
+    if "://" not in url:  # a directory: nothing to hide, and no psycopg import (0.2 s) to say so
+        return url
     from .store.pgsql import redact as _redact
 
     return _redact(url)
@@ -98,9 +100,15 @@ def _default_path() -> str:
 
 
 def _memory(path: str | None) -> Any:
+    """The store at ``path`` as a one-shot command opens it: the bundled MiniLM run in NumPy
+    (:mod:`sgmem.embed.numpy_bert`, the same vectors without importing PyTorch) and the lemma and token
+    tables read from their decoded copies (:mod:`sgmem.tables`), so a command answers in about a second."""
+    from . import tables
+    from .embed.numpy_bert import numpy_minilm
     from .memory import Memory
 
-    return Memory(path)
+    tables.enable()
+    return Memory(path, embedder=numpy_minilm())
 
 
 def _existing(path: str) -> Any:
