@@ -365,6 +365,28 @@ _SENTENCE_ACTS = """
 ALTER TABLE sentences ADD COLUMN act INTEGER;
 """
 
+# Earlier texts of edited messages (Memory.edit; `sgmem ingest` of a file whose message changed at the same
+# thread position): the raw messages are the system of record, so an edit keeps what it replaced. A version
+# goes with its message (ON DELETE CASCADE): forgetting a message forgets its earlier texts; a write that deletes
+# and re-adds a message (an edit, an insert before it) carries them to the new row (sgmem.store.versions).
+# Plain SQL that PostgreSQL accepts too.
+_MESSAGE_VERSIONS = """
+CREATE TABLE message_versions (
+    message_id  INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    scope_id    INTEGER NOT NULL,
+    version     INTEGER NOT NULL,
+    ext_id      TEXT NOT NULL,
+    role        TEXT NOT NULL,
+    name        TEXT,
+    content     TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    metadata    TEXT NOT NULL,
+    replaced_at TEXT NOT NULL,
+    PRIMARY KEY (message_id, version)
+);
+CREATE INDEX message_versions_scope ON message_versions (scope_id, message_id);
+"""
+
 #: (name, SQL) pairs, applied in order.
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial", _INITIAL),
@@ -377,6 +399,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0008_entity_relations", _ENTITY_RELATIONS),
     ("0009_entity_ids", _ENTITY_IDS),
     ("0010_sentence_acts", _SENTENCE_ACTS),
+    ("0011_message_versions", _MESSAGE_VERSIONS),
 )
 
 #: PostgreSQL's own form of a migration whose SQLite SQL does not translate (run as one statement, as is).
