@@ -9,13 +9,14 @@ beyond reading files and printing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
@@ -509,6 +510,13 @@ def cmd_messages(args: argparse.Namespace) -> int:
             msgs = mem.messages(scope=args.scope, thread=args.thread, limit=args.limit)
             if not msgs:
                 print(_nothing_found(mem, args.scope, [], None))
+            elif args.limit is not None and len(msgs) == args.limit:
+                total = len(mem.messages(scope=args.scope, thread=args.thread))
+                if total > len(msgs):  # say which part of the list this is (stderr: stdout stays the list)
+                    print(
+                        f"sgmem: the {len(msgs)} most recent of {total} messages, oldest first (--limit {args.limit})",
+                        file=sys.stderr,
+                    )
         if args.json:
             print(json.dumps([m.to_dict() for m in msgs], indent=2, ensure_ascii=False))
         elif args.ids:
@@ -592,7 +600,12 @@ def cmd_forget(args: argparse.Namespace) -> int:
         if args.all and not args.yes:
             what = f"every memory of scope {args.scope!r} ({len(mem.threads(scope=args.scope))} threads)"
             if not sys.stdin.isatty():
-                raise InvalidInputError("--yes", False, f"--yes to delete {what} without a prompt")
+                raise InvalidInputError(
+                    "forget --all",
+                    "no confirmation (there is no terminal to ask on)",
+                    f"--yes to delete {what}",
+                    "Nothing was deleted. Add --yes, or run it on a terminal to be asked first.",
+                )
             answer = input(f"Delete {what}? This cannot be undone. [y/N] ")
             if answer.strip().lower() not in ("y", "yes"):
                 print("nothing deleted")
@@ -605,9 +618,24 @@ def cmd_forget(args: argparse.Namespace) -> int:
             + ("" if receipt.scrubbed else "; the deleted text is not yet overwritten on disk (retried later)")
         )
         if not receipt.messages:
-            print(f"sgmem: nothing matched in scope {args.scope!r}", file=sys.stderr)
+            print(f"sgmem: nothing matched in scope {args.scope!r}{_what_is_there(mem, args)}", file=sys.stderr)
             return 1
     return 0
+
+
+def _what_is_there(mem: Any, args: argparse.Namespace) -> str:
+    """Why ``forget`` matched nothing: the scope's threads (the likely one first) or how to find message ids."""
+    import difflib
+
+    threads = mem.threads(scope=args.scope)
+    if not threads:
+        return f": {_nothing_found(mem, args.scope, [], None)}"
+    if args.thread is not None:
+        close = difflib.get_close_matches(args.thread, threads, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else "."
+        shown = ", ".join(map(repr, threads[:20])) + (f" and {len(threads) - 20} more" if len(threads) > 20 else "")
+        return f": no thread {args.thread!r}{hint} Its threads: {shown}"
+    return ": no message has these ids (`sgmem messages --scope S` lists them, `sgmem search` shows a hit's ids)"
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -815,6 +843,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="sgmem", description="Long-term memory for LLM agents (no server, no LLM needed).")
     p.add_argument("--version", action="version", version=f"sgmem {__version__}", help="print the version and exit")
+    p.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     sub = p.add_subparsers(dest="command", required=True)
 
     def with_path(sp: argparse.ArgumentParser, default: str | None = None) -> None:
@@ -916,7 +945,13 @@ def build_parser() -> argparse.ArgumentParser:
     ms.add_argument("ids", nargs="*", metavar="ID", help="show these messages in full (default: list them all)")
     with_scope(ms)
     ms.add_argument("--thread", default=None, help="only this thread")
-    ms.add_argument("--limit", type=int, default=None, help="only the most recent N messages")
+    ms.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="only the N most recent messages, listed oldest first (stderr says how many there are)",
+    )
     ms.add_argument("--json", action="store_true", help="print the messages as JSON")
     ms.add_argument(
         "--versions", action="store_true", help="with ids: every text each message had (edits keep the earlier ones)"
@@ -1049,7 +1084,34 @@ def build_parser() -> argparse.ArgumentParser:
     ui_arguments(u)
     with_path(u)
     u.set_defaults(func=cmd_ui)
+    for command in {*sub.choices.values(), esub.choices["locomo"], esub.choices["longmemeval"]}:
+        # after the command too (sgmem search Q --debug); SUPPRESS keeps a --debug given before it
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
     return p
+
+
+DEBUG_HELP = "log what is stored, recalled, cut and injected, and why (the sgmem logger at DEBUG), on stderr"
+
+
+@contextlib.contextmanager
+def _debug_logging(on: bool) -> Iterator[None]:
+    """``--debug``: the ``sgmem`` logger's DEBUG lines on stderr while the command runs (silent by default)."""
+    if not on:
+        yield
+        return
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    log = logging.getLogger("sgmem")
+    level = log.level
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
 
 
 # C0 controls but newline and tab, DEL, C1 controls, and the bidirectional overrides that reorder what a
@@ -1090,7 +1152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout, sys.stderr = _SafeStream(out), _SafeStream(err)  # type: ignore[assignment]
     _raw_err = err
     try:
-        return _run(args)
+        with _debug_logging(bool(getattr(args, "debug", False))):
+            return _run(args)
     finally:
         sys.stdout, sys.stderr = out, err
         _raw_err = None
