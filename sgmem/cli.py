@@ -140,6 +140,10 @@ def _print_hit(i: int, hit: Any, out: Any) -> None:
         parts.append("channels: " + ", ".join(f"{k} {v:.2f}" for k, v in ch.items() if v))
     if why.get("graph", {}).get("hop"):
         parts.append(f"reached by graph hop from {why['graph'].get('via_seed')!r}")
+    if why.get("broad"):
+        parts.append(
+            f"a broad question about you: your statement, kept below the cutoff (relevance {hit.relevance:.3f})"
+        )
     for p in parts:
         print(f"       why → {p}", file=out)
     print(f"       ids: {', '.join(hit.message_ids)} · thread {hit.thread}", file=out)

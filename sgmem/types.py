@@ -77,7 +77,9 @@ class Hit:
         thread: the thread of the (first) source message.
         at: time of the (first) source message.
         why: how it was found — the mode, the channel scores, the seed sentence
-            and hop count for graph expansion, matched words for lexical hits.
+            and hop count for graph expansion, matched words for lexical hits;
+            ``"broad": True`` on a hit kept below the relevance cutoff because
+            the question is a broad one about the user (:mod:`sgmem.retrieval.broad`).
         speaker: speaker name or role of the (first) source message.
         memory_id: the id of a generated memory (``"fact:12"``), for
             :meth:`sgmem.Memory.history`; ``None`` for raw turns and chunks.
