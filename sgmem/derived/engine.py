@@ -463,7 +463,14 @@ class DerivedEngine:
         if self.dcfg.summaries:
             for s in sessions:
                 if upsert_summary(
-                    conn, scope_id, thread, s, self.dcfg.summary_sentences, plan.summaries.get((thread, s))
+                    conn,
+                    scope_id,
+                    thread,
+                    s,
+                    self.dcfg.summary_sentences,
+                    plan.summaries.get((thread, s)),
+                    roles=self.dcfg.fact_roles,
+                    min_tokens=self.dcfg.fact_min_tokens,
                 ):
                     out.summaries += 1
                     out.summary_keys.append((thread, s))
@@ -606,7 +613,15 @@ class DerivedEngine:
     def after_delete(self, conn: Any, scope_id: int, pending: Any) -> dict[str, int]:
         """Apply the delete policy of :mod:`sgmem.derived.reads`; receipt counts."""
         deleted, affected = pending
-        removed, revised, facts_changed = after_delete(conn, scope_id, deleted, affected, self.dcfg.summary_sentences)
+        removed, revised, facts_changed = after_delete(
+            conn,
+            scope_id,
+            deleted,
+            affected,
+            self.dcfg.summary_sentences,
+            self.dcfg.fact_roles,
+            self.dcfg.fact_min_tokens,
+        )
         if deleted and conn.execute("SELECT 1 FROM gate_state WHERE scope_id = ?", (scope_id,)).fetchone():
             version = sql.state_version(conn, scope_id) + 1
             if facts_changed:
