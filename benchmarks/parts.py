@@ -50,9 +50,11 @@ PARTS: dict[str, str] = {
     "knn": "benchmarks.knn_recall",
     "write": "benchmarks.write_cost",
     "gate": "benchmarks.gate",
+    "generated": "benchmarks.generated",
     "postgres": "benchmarks.postgres",
     "scopes": "benchmarks.scopes",
     "store": "benchmarks.store",
+    "cli": "benchmarks.cli_latency",
     "mcp": "benchmarks.mcp_latency",
     "ui": "benchmarks.ui_latency",
 }
