@@ -51,10 +51,12 @@ PARTS: dict[str, str] = {
     "knn": "benchmarks.knn_recall",
     "write": "benchmarks.write_cost",
     "gate": "benchmarks.gate",
+    "generated": "benchmarks.generated",
     "postgres": "benchmarks.postgres",
     "service": "benchmarks.service",
     "scopes": "benchmarks.scopes",
     "store": "benchmarks.store",
+    "cli": "benchmarks.cli_latency",
     "mcp": "benchmarks.mcp_latency",
     "ui": "benchmarks.ui_latency",
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import threading
@@ -691,8 +692,14 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         cut: list[Hit] = []
         for rk in ranked:
             hit = self._turn_hit(idx, rk, details, rel, query)
-            if hit is not None:
-                (hits if hit.relevance >= floor or broad.intersection(rk.rows) else cut).append(hit)
+            if hit is None:
+                continue
+            if hit.relevance >= floor:
+                hits.append(hit)
+            elif broad.intersection(rk.rows):  # kept below the cutoff for a broad question: its why says so
+                hits.append(dataclasses.replace(hit, why={**hit.why, "broad": True}))
+            else:
+                cut.append(hit)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("search %s", _describe(query, scope, hits, cut, floor, time.perf_counter() - t0))
         if kind_list:

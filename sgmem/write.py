@@ -36,6 +36,7 @@ from .retrieval.ann import ensure_ann, in_background
 from .retrieval.dense import scan_threads
 from .retrieval.index import ScopeIndex, discard_cache, load_scope_index
 from .retrieval.knn import KnnUpdate, knn_update, list_owners, repair_lists
+from .store import versions
 from .store.sqlite import SQLiteStore
 from .text.acts import stored_acts
 from .types import AddResult, DeleteReceipt
@@ -541,13 +542,17 @@ def replace_messages(
     at: datetime | str | None,
     *,
     expect_rows: tuple[int, ...] | None = None,
+    replaced: dict[str, tuple[str, Any]] | None = None,
 ) -> AddResult:
     """The body of :meth:`sgmem.Memory.replace`: the delete and the add in one transaction.
 
     ``expect_rows``: the thread's message row ids (sorted) the caller planned
     on; checked under the scope's write lock inside the transaction, and
     :class:`ThreadChanged` raised (nothing written) if the thread moved on
-    (:mod:`sgmem.threads`' compare-and-swap).
+    (:mod:`sgmem.threads`' compare-and-swap). A deleted message that is
+    added again (same id) keeps its earlier versions; ``replaced`` maps an
+    edited message's new id to ``(old id, the stored Message it replaces)``,
+    whose text becomes its newest earlier version (:mod:`sgmem.store.versions`).
     """
     mem._check_open()
     limits = mem.config.limits
@@ -570,12 +575,17 @@ def replace_messages(
                         raise ThreadChanged(f"thread {thread!r} changed since it was read")
                 if scope_id is None:  # nothing to delete, nothing to add
                     return finish_add(mem, p, None, DeleteReceipt())
+                carried = versions.carry(conn, scope_id, mem._store.message_rows(scope_id, del_thread, ids))
                 counts = delete_step(
                     mem._store, mem._derived, mem._cache_dir, scope_id, del_thread, ids, mem.config.graph
                 )
                 if counts["messages"] and p.d_plan is not None:
                     p.d_plan.base_version = -1  # route the facts again against what the delete left
                 applied = apply_add(mem, conn, p, scope_id) if p.msgs else None
+                if applied is not None and (carried or replaced):
+                    when = versions.now()
+                    texts = {new: (old, versions.VersionRow.of(m, when)) for new, (old, m) in (replaced or {}).items()}
+                    versions.restore(conn, scope_id, list(zip(p.ext_ids, applied.msg_ids, strict=True)), carried, texts)
                 tidy_scope(mem._store, scope_id, bool(counts["messages"]))
         except BaseException:
             if applied is not None:  # the tidy or the commit failed

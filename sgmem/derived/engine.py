@@ -51,6 +51,7 @@ from .index import ScopeCache, load_cache, load_tables
 from .merge import llm_merge, rule_merge
 from .reads import after_delete, before_delete, context_items, derived_hits, history, parse_memory_id
 from .sessions import (
+    REMOVED,
     replace_cluster_insights,
     replace_session_insights,
     session_facts,
@@ -112,6 +113,7 @@ class Applied:
     insights: int = 0
     summary_keys: list[tuple[str, str]] = field(default_factory=list)  # (thread, session) of changed summaries
     summary_rows: list[tuple[int, float, str, np.ndarray]] = field(default_factory=list)  # theirs, as stored
+    summaries_removed: bool = False  # a summary was deleted: the cache's summaries are reloaded
     counts: dict[str, int] = field(default_factory=lambda: {ADD: 0, UPDATE: 0, NOOP: 0})
 
 
@@ -487,12 +489,22 @@ class DerivedEngine:
         if self.dcfg.summaries:
             for s in sessions:
                 row = upsert_summary(
-                    conn, scope_id, thread, s, self.dcfg.summary_sentences, plan.summaries.get((thread, s))
+                    conn,
+                    scope_id,
+                    thread,
+                    s,
+                    self.dcfg.summary_sentences,
+                    plan.summaries.get((thread, s)),
+                    roles=self.dcfg.fact_roles,
+                    min_tokens=self.dcfg.fact_min_tokens,
                 )
                 if row is not None:
                     out.summaries += 1
                     out.summary_keys.append((thread, s))
-                    out.summary_rows.append(row)
+                    if row == REMOVED:  # a rule summary left with no fact sentence: gone
+                        out.summaries_removed = True
+                    else:
+                        out.summary_rows.append(row)
         for (th, s), items in plan.insights.items():
             out.insights += replace_session_insights(conn, scope_id, th, s, items)
         if self.dcfg.insights == "cluster" and plan.view is not None:
@@ -526,8 +538,12 @@ class DerivedEngine:
                 # only what this add changed (reloading every summary cost O(sessions) per add), as the
                 # transaction stored it: nothing to read back
                 changed = sorted(applied.summary_rows, key=lambda r: r[0])
-                if applied.insights:  # replaced as a set (a session's, or every cluster's): reloaded
-                    fresh = load_tables(conn, scope_id, self.dim, ("insight",))
+                # insights are replaced as a set (a session's, or every cluster's); summaries once one went
+                kinds = ("insight",) * bool(applied.insights) + ("summary",) * applied.summaries_removed
+                if kinds:
+                    fresh = load_tables(conn, scope_id, self.dim, kinds)
+                if "summary" in fresh:
+                    changed = []
         with self._lock:
             cached = self._caches.get(scope_id)
             if (cached is not None and cached.state is not plan.state) or (cached is None and "fact" not in fresh):
@@ -633,7 +649,15 @@ class DerivedEngine:
     def after_delete(self, conn: Any, scope_id: int, pending: Any) -> dict[str, int]:
         """Apply the delete policy of :mod:`sgmem.derived.reads`; receipt counts."""
         deleted, affected = pending
-        removed, revised, facts_changed = after_delete(conn, scope_id, deleted, affected, self.dcfg.summary_sentences)
+        removed, revised, facts_changed = after_delete(
+            conn,
+            scope_id,
+            deleted,
+            affected,
+            self.dcfg.summary_sentences,
+            self.dcfg.fact_roles,
+            self.dcfg.fact_min_tokens,
+        )
         if deleted and conn.execute("SELECT 1 FROM gate_state WHERE scope_id = ?", (scope_id,)).fetchone():
             version = sql.state_version(conn, scope_id) + 1
             if facts_changed:

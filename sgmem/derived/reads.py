@@ -22,6 +22,7 @@ memory goes with the messages it came from.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -211,7 +212,13 @@ def before_delete(conn: Any, scope_id: int, msgs: set[int]) -> tuple[set[int], d
 
 
 def after_delete(
-    conn: Any, scope_id: int, deleted: set[int], affected: dict[int, bool], summary_k: int
+    conn: Any,
+    scope_id: int,
+    deleted: set[int],
+    affected: dict[int, bool],
+    summary_k: int,
+    roles: Sequence[str] = ("user",),
+    min_tokens: int = 4,
 ) -> tuple[int, int, bool]:
     """Apply the delete policy (module docstring); ``(removed, revised, facts changed)``."""
     if not deleted:
@@ -249,7 +256,9 @@ def after_delete(
             if not session_lines(conn, scope_id, thread, session):
                 removed += sql.delete_memories(conn, scope_id, [mid])
             else:
-                upsert_summary(conn, scope_id, thread, session, summary_k, None, force=True)
+                upsert_summary(
+                    conn, scope_id, thread, session, summary_k, None, force=True, roles=roles, min_tokens=min_tokens
+                )
                 revised += 1
             continue
         facts_changed |= kind == "fact"

@@ -17,10 +17,13 @@ from typing import Any
 import numpy as np
 
 from ..store.batch import ahead
-from .extract import cluster_insights, extractive_summary
+from .extract import cluster_insights, extractive_summary, is_fact_sentence
 from .store import delete_memories, insert_memory, update_memory
 
-__all__ = ["replace_cluster_insights", "replace_session_insights", "session_lines", "upsert_summary"]
+__all__ = ["REMOVED", "replace_cluster_insights", "replace_session_insights", "session_lines", "upsert_summary"]
+
+#: :func:`upsert_summary`'s answer when it removed the session's rule summary (no fact sentence left in it)
+REMOVED: tuple[()] = ()
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -40,6 +43,16 @@ def session_lines(
             (scope_id, thread, session),
         )
     ]
+
+
+def _labelled(lines: Sequence[tuple[str, str]]) -> str:
+    """``(speaker, sentence)`` pairs as text with one speaker label per run: "Alice: I ... She ... Bob: ..."."""
+    out: list[str] = []
+    last = None
+    for speaker, sentence in lines:
+        out.append(f"{speaker}: {sentence}" if speaker != last else sentence)
+        last = speaker
+    return " ".join(out)
 
 
 def summary_row(
@@ -62,13 +75,17 @@ def upsert_summary(
     k: int,
     llm_text: tuple[str, np.ndarray, int] | None,
     force: bool = False,
-) -> tuple[int, float, str, np.ndarray] | None:
+    roles: Sequence[str] = ("user",),
+    min_tokens: int = 4,
+) -> tuple[int, float, str, np.ndarray] | tuple[()] | None:
     """Write a session's summary (LLM text if given, else extractive); if it changed, its row as the derived
-    memory's cache holds it, ``(id, at_ts, thread, vector)``, else None.
+    memory's cache holds it, ``(id, at_ts, thread, vector)``, or :data:`REMOVED` if it went; else None.
 
     An LLM summary is kept until the next LLM summary of its session (the
     extractive rule does not overwrite it, unless ``force``: a delete took
     some of its messages); the extractive one follows the session at every add.
+    The extractive one is made of the session's fact sentences (``roles``' statements of ``min_tokens``+
+    tokens, :func:`sgmem.derived.extract.is_fact_sentence`); a session without any has none (and loses one).
     Its reads are sent together (one round trip on PostgreSQL, :func:`sgmem.store.batch.ahead`).
     """
     summary = ahead(
@@ -86,9 +103,9 @@ def upsert_summary(
     sentences = (
         ahead(
             conn,
-            "SELECT s.message_id, s.text, s.vec, COALESCE(m.name, m.role) FROM sentences s JOIN messages m "
-            "ON m.scope_id = s.scope_id AND m.id = s.message_id WHERE m.scope_id = ? AND m.thread = ? "
-            "AND m.session = ? ORDER BY s.message_id, s.idx",
+            "SELECT s.message_id, s.text, s.vec, COALESCE(m.name, m.role), m.role, s.act FROM sentences s "
+            "JOIN messages m ON m.scope_id = s.scope_id AND m.id = s.message_id "
+            "WHERE m.scope_id = ? AND m.thread = ? AND m.session = ? ORDER BY s.message_id, s.idx",
             (scope_id, thread, session),
         )
         if llm_text is None
@@ -110,15 +127,22 @@ def upsert_summary(
     else:
         if existing is not None and existing[2] == "llm" and not force:
             return None
-        rows = sentences() if sentences is not None else []
-        if not rows:
+        rows = [
+            r[:4]
+            for r in (sentences() if sentences is not None else [])
+            if r[4] in roles and is_fact_sentence(r[1], r[5], min_tokens)
+        ]
+        if not rows:  # nothing worth reading: no summary (a rule summary left from before goes)
+            if existing is not None and (existing[2] != "llm" or force):
+                delete_memories(conn, scope_id, [existing[0]])
+                return REMOVED
             return None
         # a sentence said twice in a session is one candidate (the first)
         seen: set[str] = set()
         rows = [r for r in rows if not (r[1].strip().lower() in seen or seen.add(r[1].strip().lower()))]  # type: ignore[func-returns-value]
         vecs = np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows])
         pick = extractive_summary(vecs, k)
-        text = " ".join(f"{rows[i][3]}: {rows[i][1]}" for i in pick)
+        text = _labelled([(rows[i][3], rows[i][1]) for i in pick])
         vec = _unit(vecs[pick].astype(np.float64).mean(axis=0))
         sources = sorted({int(rows[i][0]) for i in pick})
         method, cause, detail = "rule", "summarised-rule", {"covered": len(lines)}

@@ -450,6 +450,48 @@ END
 $sgmem$
 """
 
+# Earlier texts of edited messages (Memory.edit; `sgmem ingest` of a file whose message changed at the same
+# thread position): the raw messages are the system of record, so an edit keeps what it replaced. A version
+# goes with its message (ON DELETE CASCADE): forgetting a message forgets its earlier texts; a write that deletes
+# and re-adds a message (an edit, an insert before it) carries them to the new row (sgmem.store.versions).
+# PostgreSQL's form (_PG_MESSAGE_VERSIONS) keys it by scope.
+_MESSAGE_VERSIONS = """
+CREATE TABLE message_versions (
+    message_id  INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    scope_id    INTEGER NOT NULL,
+    version     INTEGER NOT NULL,
+    ext_id      TEXT NOT NULL,
+    role        TEXT NOT NULL,
+    name        TEXT,
+    content     TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    metadata    TEXT NOT NULL,
+    replaced_at TEXT NOT NULL,
+    PRIMARY KEY (message_id, version)
+);
+CREATE INDEX message_versions_scope ON message_versions (scope_id, message_id);
+"""
+
+# PostgreSQL's form of 0013: keyed by scope as every table is since 0012 (its key leads with scope_id, its
+# reference to the message carries the scope, so a table partitioned by scope holds a message and its versions in
+# one partition); messages' own key there is (scope_id, id).
+_PG_MESSAGE_VERSIONS = """
+CREATE TABLE message_versions (
+    message_id  BIGINT NOT NULL,
+    scope_id    BIGINT NOT NULL,
+    version     BIGINT NOT NULL,
+    ext_id      TEXT NOT NULL,
+    role        TEXT NOT NULL,
+    name        TEXT,
+    content     TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    metadata    TEXT NOT NULL,
+    replaced_at TEXT NOT NULL,
+    PRIMARY KEY (scope_id, message_id, version),
+    FOREIGN KEY (scope_id, message_id) REFERENCES messages (scope_id, id) ON DELETE CASCADE
+)
+"""
+
 #: (name, SQL) pairs, applied in order.
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial", _INITIAL),
@@ -464,9 +506,14 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0010_sentence_acts", _SENTENCE_ACTS),
     ("0011_scope_stamps", _SCOPE_STAMPS),
     ("0012_scope_keys", _SCOPE_KEYS),
+    ("0013_message_versions", _MESSAGE_VERSIONS),
 )
 
 #: PostgreSQL's own form of a migration whose SQLite SQL does not translate (run as one statement, as is).
-PG_MIGRATIONS: dict[str, str] = {"0009_entity_ids": _PG_ENTITY_IDS, "0012_scope_keys": _PG_SCOPE_KEYS}
+PG_MIGRATIONS: dict[str, str] = {
+    "0009_entity_ids": _PG_ENTITY_IDS,
+    "0012_scope_keys": _PG_SCOPE_KEYS,
+    "0013_message_versions": _PG_MESSAGE_VERSIONS,
+}
 
 SCHEMA_VERSION = len(MIGRATIONS)

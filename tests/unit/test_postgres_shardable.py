@@ -172,7 +172,11 @@ def _workload(url: str) -> None:
         mem.get(scope="alice", message_ids=["u1", "u2"])
         mem.threads(scope="alice")
         mem.stats("alice")
+        mem.edit({"u4": {"content": "I met Anna Smith in Lyon on day 4."}}, scope="alice", thread="t1")
+        # an insert before the edited message carries its earlier versions to the message's new row
         mem.insert([{"role": "user", "content": "A turn about Rome."}], scope="alice", thread="t1", position=1)
+        (earlier, _) = mem.versions("u4", scope="alice")
+        assert earlier.content == "I met Anna Smith in Paris on day 4. Rex barked."
         mem.pop(scope="alice", thread="t1")
         mem.set_thread([{"role": "user", "content": "A new list about Lisbon."}], scope="alice", thread="t2")
         mem.delete(scope="alice", message_ids=["u3"])
