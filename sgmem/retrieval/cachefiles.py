@@ -183,7 +183,11 @@ def load_cached(
     stem = directory / f"scope-{idx.scope_id}"
     try:
         meta = json.loads(Path(f"{stem}.json").read_bytes())
-        stamp = conn.execute("SELECT stamp FROM scopes WHERE id = ?", (idx.scope_id,)).fetchone()
+        stamp = (
+            conn.execute("SELECT stamp FROM scopes WHERE id = ?", (idx.scope_id,)).fetchone()
+            if same_stamp
+            else (meta.get("stamp"),)  # files of an older generation: every write since drew another stamp
+        )
         expect = {
             "format": FORMAT,
             "library": __version__,
@@ -193,8 +197,6 @@ def load_cached(
             "dim": idx.dim,
             "acts_by": acts_by,
         }
-        if not same_stamp:
-            del expect["stamp"]
         if any(meta.get(k) != v for k, v in expect.items()):
             return None
         files = meta.get("files") or {}
