@@ -58,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
         "--lme-seeds", type=int, nargs="+", default=[0], help="longmemeval: the subset's seeds (several: the union)"
     )
     p.add_argument("--max-questions", type=int, default=None, help="LoCoMo: only the first N questions each")
+    p.add_argument("--small-chats", type=int, default=100, help="small: chats composed from each wording pool")
     p.add_argument(
         "--workers",
         type=int,
@@ -70,6 +71,19 @@ def _parser() -> argparse.ArgumentParser:
         nargs="+",
         default=[1000, 10_000, 100_000, 1_000_000],
         help="speed: store sizes in sentences",
+    )
+    p.add_argument(
+        "--engine-sizes",
+        type=int,
+        nargs="+",
+        default=None,
+        help="speed: sizes of the engine at scale (stand-in embedder; default: the --sizes from 10,000 up)",
+    )
+    p.add_argument(
+        "--hnsw-max",
+        type=int,
+        default=100_000,
+        help="speed: largest engine size that also builds FAISS's HNSW baseline and measures edge recall",
     )
     p.add_argument("--queries", type=int, default=200, help="speed: queries timed per size")
     p.add_argument("--gate-candidates", type=int, default=200, help="speed, gate: candidates timed through the gate")
@@ -100,6 +114,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _smoke(args: argparse.Namespace) -> None:
     args.sizes = [min(min(args.sizes), 150)]
+    args.engine_sizes = None
     args.queries = min(args.queries, 5)
     args.gate_candidates = min(args.gate_candidates, 5)
     args.real_embed_max = args.sizes[0]

@@ -186,17 +186,19 @@ def query_store(
         vecs = np.ascontiguousarray(idx.sentence_vectors())
         flat = faiss.IndexFlatIP(vecs.shape[1])
         flat.add(vecs)
+        # like for like: the baseline scans on as many threads as sgmem's dense scan of this scope
+        # (sgmem.retrieval.dense.scan_threads: one below Config.dense_scan_min_sentences, the cores above);
         # round robin over the systems per query, so load drifting during the run hits all alike
-        # the baseline gets FAISS's better setting here: its default OpenMP threads, or one thread
-        # (next to PyTorch's threads on few cores, a single query often runs faster on one)
+        from sgmem.retrieval.dense import scan_threads
+
+        threads = scan_threads(mem.config, idx.n_sentences)
         omp = faiss.omp_get_max_threads()
-        lat: dict[str, list[float]] = {m: [] for m in ("dense_omp", "dense_1t", *modes())}
+        lat: dict[str, list[float]] = {m: [] for m in ("dense", *modes())}
         for q in queries:
-            for name, threads in (("dense_omp", omp), ("dense_1t", 1)):
-                faiss.omp_set_num_threads(threads)
-                t = time.perf_counter()
-                flat.search(np.asarray(embedder.embed([q]), dtype=np.float32), 10)
-                lat[name].append((time.perf_counter() - t) * 1e3)
+            faiss.omp_set_num_threads(threads)
+            t = time.perf_counter()
+            flat.search(np.asarray(embedder.embed([q]), dtype=np.float32), 10)
+            lat["dense"].append((time.perf_counter() - t) * 1e3)
             faiss.omp_set_num_threads(omp)
             for mode in modes():
                 t = time.perf_counter()
@@ -204,9 +206,8 @@ def query_store(
                 lat[mode].append((time.perf_counter() - t) * 1e3)
         for name, xs in lat.items():
             out[f"{name}_p50"], out[f"{name}_p95"] = _pct(xs, 0.5), _pct(xs, 0.95)
-        best = min(("dense_omp", "dense_1t"), key=lambda n: out[f"{n}_p50"])
-        out["dense_p50"], out["dense_p95"] = out[f"{best}_p50"], out[f"{best}_p95"]
-        out["dense_config"] = f"{omp} OpenMP threads" if best == "dense_omp" else "1 OpenMP thread"
+        out["scan_threads"] = threads
+        out["dense_config"] = f"{threads} thread{'s' if threads > 1 else ''}, as sgmem's scan"
         del flat
     cands = np.asarray(embedder.embed([f"Sam: {s}" for s in sentences(gate_candidates, seed=seed + 7)]), np.float32)
     out["gate"] = gate_decision_cost(vecs, cands)
@@ -423,9 +424,10 @@ def run_part(ctx: Any) -> dict[str, Any]:
                     cache_dir=a.cache, max_build_hours=a.max_build_hours, isolate=not a.in_process,
                     progress=ctx.progress)
     speed_report.plot(speed, ctx.plots)
-    big = [n for n in a.sizes if n >= 10_000] or [max(a.sizes)]
+    big = getattr(a, "engine_sizes", None) or [n for n in a.sizes if n >= 10_000] or [max(a.sizes)]
     ctx.progress(f"engine scale: sizes {big}")
     engine = scale.measure(big, n_queries=min(a.queries, 100), progress=ctx.progress,
+                           hnsw_max=getattr(a, "hnsw_max", None),
                            max_build_s=a.max_build_hours * 3600 if a.max_build_hours else None)
     ctx.progress("bulk ingest vs the embedding floor")
     bulk_res = bulk.measure(min(2000, max(a.sizes)), embedder=ctx.embedder().base)

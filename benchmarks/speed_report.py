@@ -74,8 +74,8 @@ def render(results: Results) -> str:
         "### Query latency vs dense-only FAISS search",
         "",
         "p50 / p95 in ms, query embedding included, k = 10; in brackets p50 and p95 ÷ the dense p50 and p95 "
-        "(embed the query + `IndexFlatIP` top-10 over the same sentence vectors, with FAISS's default OpenMP "
-        "threads or one thread, whichever was faster in this run — the dense column says which).",
+        "(embed the query + `IndexFlatIP` top-10 over the same sentence vectors, on as many threads as sgmem's "
+        "dense scan of that scope: one below 50,000 sentences, the cores above — the dense column says how many).",
         "",
         "| sentences | dense | " + " | ".join(modes) + " |",
         "|---|---|" + "---|" * len(modes),
@@ -97,7 +97,7 @@ def render(results: Results) -> str:
         "Resident = RSS of a fresh process after every mode answered once, minus the same process with only the "
         "model loaded. Gate = one SAGE decision for a new candidate against N memories (the store's sentence "
         "vectors), exact and approximate (IVF top-k); in brackets ÷ one flat top-1 FAISS search of the same N "
-        "(FAISS's default OpenMP threads or one thread, whichever was faster; the flat column says which).",
+        "(one thread each: a decision's scores on one BLAS thread, the search on one OpenMP thread).",
         "",
         "| sentences | resident bytes/sentence | disk bytes/sentence | gate exact p50 µs | gate approx p50 µs "
         "| flat top-1 p50 µs | threshold step ms (exact) |",

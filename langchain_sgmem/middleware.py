@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.runtime import Runtime
 
 from sgmem import InvalidInputError, Memory, RecallTrace
-from sgmem.parts import split_message
+from sgmem.parts import part_ids, split_message
 from sgmem.validate import check_int, check_mode, check_name, check_saving, check_score, fit_query
 
 from ._messages import render_text, role_of, to_sgmem
@@ -185,10 +185,15 @@ class SGMemMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     # --------------------------------------------------------------- recall
     def _in_prompt(self, request: ModelRequest[Any]) -> list[str]:
-        """sgmem ids of the messages the model already sees, so memory does not repeat them."""
-        thread = self._thread(request.runtime)
-        ids = (self._message_id(thread, m) for m in request.messages if isinstance(m, BaseMessage))
-        return [i for i in ids if i is not None]
+        """sgmem ids of the messages the model already sees, each part of a long one included (they are
+        stored as :func:`_pending` splits them), so memory does not repeat them."""
+        thread, limits = self._thread(request.runtime), self.memory.config.limits
+        out = []
+        for m in request.messages:
+            mid = self._message_id(thread, m) if isinstance(m, BaseMessage) else None
+            if mid is not None:
+                out += part_ids({"role": "user", "content": render_text(m), "id": mid}, limits)
+        return out
 
     def _fit(self, query: str | None) -> str | None:
         """The query within the store's query limit: an over-long message never fails the turn."""

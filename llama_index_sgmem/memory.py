@@ -15,7 +15,7 @@ from llama_index.core.utils import get_tokenizer
 
 import sgmem
 from sgmem.errors import InvalidInputError
-from sgmem.parts import join_parts
+from sgmem.parts import join_parts, joined, part_runs
 from sgmem.validate import check_int, check_mode, check_saving, check_score, fit_query
 
 from . import _persist
@@ -291,12 +291,12 @@ class SGMemMemory(BaseMemory):
         """
         initial_token_count = check_int(initial_token_count, "initial_token_count", 0, self.token_limit)
         mem, scope = self.memory, self.scope
-        raw = mem.messages(scope=scope, thread=self.thread)
-        stored = join_parts(raw)
-        msgs = [from_sgmem(m) for m in stored]
+        runs = part_runs(mem.messages(scope=scope, thread=self.thread))
+        msgs = [from_sgmem(joined(run)) for run in runs]
         start = self._window(msgs, self.token_limit - initial_token_count) if msgs else 0
-        window, out = stored[start:], msgs[start:]
-        in_window = {m.id for m in window if m.id}
+        out = msgs[start:]
+        # every stored message of the window, each part of a long one included, is left out of recall
+        in_window = [m.id for run in runs[start:] for m in run if m.id]
         query = query_text(input)
         if not query:
             query = next((query_text(m) for m in reversed(msgs) if m.role == MessageRole.USER), "")
@@ -307,7 +307,7 @@ class SGMemMemory(BaseMemory):
                 scope=scope,
                 budget_tokens=self.context_tokens,
                 mode=self.mode,
-                exclude_message_ids=[m.id for m in raw if m.id and m.id.split("~part")[0] in in_window],
+                exclude_message_ids=in_window,
                 min_score=self.min_score,
             )
             recalled = self._last_recall.text

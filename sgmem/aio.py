@@ -11,7 +11,17 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from .types import AddResult, DeleteReceipt, Hit, MemoryVersion, Message, RecallTrace, SentenceLink, Stats
+from .types import (
+    AddResult,
+    DeleteReceipt,
+    Hit,
+    MemoryVersion,
+    Message,
+    MessageVersion,
+    RecallTrace,
+    SentenceLink,
+    Stats,
+)
 
 __all__ = ["AsyncMethods"]
 
@@ -44,6 +54,10 @@ class AsyncMethods:
     async def aset_thread(self: Any, messages: Any, *, scope: str, thread: str) -> AddResult:
         """Async :meth:`set_thread`; runs in a worker thread, never blocking the loop."""
         return await asyncio.to_thread(self.set_thread, messages, scope=scope, thread=thread)
+
+    async def aedit(self: Any, edits: Any, *, scope: str, thread: str, append: Sequence[Any] = ()) -> AddResult:
+        """Async :meth:`edit`; runs in a worker thread, never blocking the loop."""
+        return await asyncio.to_thread(self.edit, edits, scope=scope, thread=thread, append=append)
 
     async def apop(self: Any, *, scope: str, thread: str, position: int = -1) -> Message | None:
         """Async :meth:`pop`."""
@@ -126,6 +140,10 @@ class AsyncMethods:
     async def ahistory(self: Any, memory_id: str, *, scope: str) -> list[MemoryVersion]:
         """Async :meth:`history`."""
         return await asyncio.to_thread(self.history, memory_id, scope=scope)
+
+    async def aversions(self: Any, message_id: str, *, scope: str) -> list[MessageVersion]:
+        """Async :meth:`versions`."""
+        return await asyncio.to_thread(self.versions, message_id, scope=scope)
 
     async def adelete(
         self: Any, *, scope: str, thread: str | None = None, message_ids: Sequence[str] | None = None

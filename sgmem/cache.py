@@ -39,12 +39,14 @@ class ByteLRU:
     :meth:`put`, so a value that grew in place is re-counted when stored again).
     """
 
-    def __init__(self, budget: int) -> None:
+    def __init__(self, budget: int, on_evict: Callable[[Hashable, Any], None] | None = None) -> None:
         self.budget = int(budget)
         self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
         self.evictions = 0
+        #: called with each evicted ``(key, value)`` after the cache's own lock is released
+        self.on_evict = on_evict
 
     def get(self, key: Hashable) -> Any:
         """The value (now the most recently used), or None."""
@@ -58,6 +60,7 @@ class ByteLRU:
     def put(self, key: Hashable, value: Any) -> None:
         """Store ``value`` as the most recently used; evict the oldest entries past the budget."""
         size = int(value.nbytes())
+        gone: list[tuple[Hashable, Any]] = []
         with self._lock:
             old = self._items.pop(key, None)
             if old is not None:
@@ -68,10 +71,15 @@ class ByteLRU:
                 return
             group = _group(key)
             for k in [k for k in self._items if _group(k) != group]:  # least recently used first
-                self._bytes -= self._items.pop(k)[1]
+                v, n = self._items.pop(k)
+                self._bytes -= n
                 self.evictions += 1
+                gone.append((k, v))
                 if self._bytes <= self.budget:
                     break
+        if self.on_evict is not None:
+            for k, v in gone:
+                self.on_evict(k, v)
 
     def pop(self, key: Hashable) -> Any:
         """Remove ``key``; its value or None."""

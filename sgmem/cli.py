@@ -9,20 +9,21 @@ beyond reading files and printing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from ._version import __version__
-from .errors import InvalidInputError, NotFoundError, SgmemError
+from .errors import InvalidInputError, LimitExceededError, NotFoundError, SgmemError
 from .files import load_messages as _load_messages
 from .validate import check_name, normalise_messages
 
@@ -34,8 +35,11 @@ SCOPE_ENV = "SGMEM_SCOPE"
 
 
 def redact(url: str) -> str:
-    from .store.pgsql import redact as _redact
+    from .targets import is_postgres_target
+    from .targets import redact as _redact
 
+    if not is_postgres_target(url):  # a directory: nothing to hide, and no psycopg import (0.2 s) to say so
+        return url
     return _redact(url)
 
 
@@ -93,14 +97,54 @@ def _batches(groups: list[tuple[Any, Any]], size: int) -> list[list[tuple[Any, A
     return [b for b in out if b]
 
 
+def _adds(groups: list[tuple[Any, Any]], limits: Any) -> list[tuple[Any, Any]]:
+    """Each thread as the adds that store it: one add when the thread is within one add's limits
+    (``Limits.max_messages_per_add``, ``max_sentences_per_add``), else consecutive adds in order, each within
+    them (a thread a long-running agent wrote over many adds comes back from its export).
+
+    Raises:
+        LimitExceededError: one message alone is over ``max_sentences_per_add`` (before anything is stored).
+    """
+    from .ingest import kept_spans
+
+    cap_msgs, cap_sents = limits.max_messages_per_add, limits.max_sentences_per_add
+    out: list[tuple[Any, Any]] = []
+    for thread, msgs in groups:
+        if not isinstance(msgs, list):
+            out.append((thread, msgs))  # validation names it
+            continue
+        part: list[Any] = []
+        n = 0
+        for i, m in enumerate(msgs):
+            text = m.get("content") if isinstance(m, dict) else None
+            k = len(kept_spans(text)) if isinstance(text, str) and text.strip() else 1  # (else refused later)
+            if k > cap_sents:
+                raise LimitExceededError(
+                    f"thread {thread!r} messages[{i}]", k, cap_sents, "sentences", "max_sentences_per_add"
+                )
+            if part and (len(part) >= cap_msgs or n + k > cap_sents):
+                out.append((thread, part))
+                part, n = [], 0
+            part.append(m)
+            n += k
+        out.append((thread, part))
+    return out
+
+
 def _default_path() -> str:
     return os.environ.get("SGMEM_PATH", DEFAULT_PATH)
 
 
 def _memory(path: str | None) -> Any:
+    """The store at ``path`` as a one-shot command opens it: the bundled MiniLM run in NumPy
+    (:mod:`sgmem.embed.numpy_bert`, the same vectors without importing PyTorch) and the lemma and token
+    tables read from their decoded copies (:mod:`sgmem.tables`), so a command answers in about a second."""
+    from . import tables
+    from .embed.numpy_bert import numpy_minilm
     from .memory import Memory
 
-    return Memory(path)
+    tables.enable()
+    return Memory(path, embedder=numpy_minilm())
 
 
 def _existing(path: str) -> Any:
@@ -131,6 +175,10 @@ def _print_hit(i: int, hit: Any, out: Any) -> None:
         parts.append("channels: " + ", ".join(f"{k} {v:.2f}" for k, v in ch.items() if v))
     if why.get("graph", {}).get("hop"):
         parts.append(f"reached by graph hop from {why['graph'].get('via_seed')!r}")
+    if why.get("broad"):
+        parts.append(
+            f"a broad question about you: your statement, kept below the cutoff (relevance {hit.relevance:.3f})"
+        )
     for p in parts:
         print(f"       why → {p}", file=out)
     print(f"       ids: {', '.join(hit.message_ids)} · thread {hit.thread}", file=out)
@@ -204,11 +252,14 @@ def _date_and_identify(groups: list[tuple[Any, Any]], file_at: datetime) -> int:
     return from_file
 
 
-def _check_ingest(mem: Any, scope: str, groups: list[tuple[Any, Any]]) -> tuple[list[tuple[Any, Any]], int]:
+def _check_ingest(
+    mem: Any, scope: str, groups: list[tuple[Any, Any]], edited: frozenset[str] = frozenset()
+) -> tuple[list[tuple[Any, Any]], int]:
     """Validate a whole file before the first add, so a bad file stores nothing; leave out what is stored.
 
     Returns the groups still to add and how many messages were already stored (the same id, role and text).
-    A stored id holding another message is an error.
+    A stored id holding another message is an error, unless it is one of the ``edited`` ids (:func:`_edits`),
+    which are left out too (they replace stored messages).
     """
     limits = mem.config.limits
     check_name(scope, "--scope", limits, new=True)
@@ -226,7 +277,9 @@ def _check_ingest(mem: Any, scope: str, groups: list[tuple[Any, Any]]) -> tuple[
         m["id"]
         for _, msgs in groups
         for m in msgs
-        if m["id"] in stored and (stored[m["id"]].content, stored[m["id"]].role) != (m["content"], m["role"])
+        if m["id"] in stored
+        and m["id"] not in edited
+        and (stored[m["id"]].content, stored[m["id"]].role) != (m["content"], m["role"])
     ]
     if clash:
         raise InvalidInputError(
@@ -235,8 +288,85 @@ def _check_ingest(mem: Any, scope: str, groups: list[tuple[Any, Any]]) -> tuple[
             f"ids that are not already stored in scope {scope!r} with another text",
             "Message ids are unique per scope; rename them in the file or delete the stored messages first.",
         )
-    todo = [(t, [m for m in msgs if m["id"] not in stored]) for t, msgs in groups]
-    return [(t, msgs) for t, msgs in todo if msgs], len(stored)
+    todo = [(t, [m for m in msgs if m["id"] not in stored and m["id"] not in edited]) for t, msgs in groups]
+    return [(t, msgs) for t, msgs in todo if msgs], len(stored) - len(edited.intersection(stored))
+
+
+def _given(groups: list[tuple[Any, Any]]) -> list[list[tuple[bool, bool]]]:
+    """Whether each message of the file gave its own id and its own time (before :func:`_date_and_identify`)."""
+    return [
+        [(m.get("id") is not None, m.get("at") is not None) if isinstance(m, dict) else (False, False) for m in msgs]
+        if isinstance(msgs, list)
+        else []
+        for _, msgs in groups
+    ]
+
+
+def _edits(
+    mem: Any, scope: str, groups: list[tuple[Any, Any]], given: list[list[tuple[bool, bool]]]
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """The file's edits of stored messages: ``thread → {stored id: the new version}``.
+
+    A message is an edit of a stored one when it has the stored message's own id (one the file gives) with
+    another text, role or speaker, or, without an id of its own, when it sits at the thread position the
+    stored message was ingested from (its ``ingest-`` id is the hash of that position and its old text) with
+    another text. The new version keeps the stored message's time unless the file gives one.
+    """
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    known = set(mem.threads(scope=scope))
+    for (thread, msgs), flags in zip(groups, given, strict=True):
+        if thread not in known or not isinstance(msgs, list):
+            continue  # a new thread has nothing to edit; a malformed group is named by the validation
+        stored = mem.messages(scope=scope, thread=thread)
+        by_id = {s.id: s for s in stored}
+        in_file = {m.get("id") for m in msgs if isinstance(m, dict)}
+        texts = {_said(m) for m in msgs if isinstance(m, dict)}
+        said_before = {_said(s) for s in stored}
+        found: dict[str, dict[str, Any]] = {}
+        for pos, (m, (own_id, own_at)) in enumerate(zip(msgs, flags, strict=True)):
+            if not isinstance(m, dict) or not isinstance(m.get("content"), str):
+                continue  # the validation names it
+            if own_id:
+                old = by_id.get(m["id"])
+                if old is None or (old.content, old.role, old.name) == (m["content"], m.get("role"), m.get("name")):
+                    continue
+            elif m["id"] in by_id:
+                continue
+            else:
+                old = _ingested_at(thread, pos, stored)
+                if old is None or old.id in in_file or old.id in found:
+                    continue
+                if _said(old) in texts or _said(m) in said_before:
+                    continue  # a message moved to another position (one inserted or removed above it): no edit
+            new = {k: m[k] for k in ("role", "content", "id") if k in m}
+            new["name"] = m.get("name")
+            new.update({k: m[k] for k in ("session", "metadata") if m.get(k) is not None})
+            if own_at:
+                new["at"] = m["at"]
+            found[str(old.id)] = new
+        if found:
+            out[thread] = found
+    return out
+
+
+def _said(m: Any) -> tuple[Any, Any, Any]:
+    """Who said what: a message's role, speaker and text (a stored :class:`Message` or a file's dict)."""
+    if isinstance(m, dict):
+        return m.get("role"), m.get("name"), m.get("content")
+    return m.role, m.name, m.content
+
+
+def _ingested_at(thread: str, position: int, stored: list[Any]) -> Any:
+    """The stored message ``sgmem ingest`` took from ``position`` of ``thread`` (its id says so), or None."""
+
+    def took(s: Any) -> bool:
+        return bool(s.id) and s.id == ingest_id(
+            thread, position, {"role": s.role, "name": s.name, "content": s.content}
+        )
+
+    if position < len(stored) and took(stored[position]):
+        return stored[position]
+    return next((s for s in stored if took(s)), None)
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -249,15 +379,42 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if file_at is None:
         file_at = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
         how = f"the file's modification time, {file_at:%Y-%m-%d %H:%M} UTC; set it with --at"
+    given = _given(groups)
     from_file = _date_and_identify(groups, file_at)
-    with _memory(args.path) as mem:
-        todo, skipped = _check_ingest(mem, args.scope, groups)
+    # a dry run on a store that does not exist yet compares with an empty one and creates nothing
+    fresh = args.dry_run and "://" not in str(args.path) and not (Path(args.path) / "sgmem.db").is_file()
+    with _memory(None if fresh else args.path) as mem:
+        check_name(args.scope, "--scope", mem.config.limits, new=True)
+        edits = _edits(mem, args.scope, groups, given)
+        edited = frozenset(str(new["id"]) for found in edits.values() for new in found.values())
+        todo, skipped = _check_ingest(mem, args.scope, _adds(groups, mem.config.limits), edited)
         if from_file:
             print(f"{from_file} threads start with an undated message: dated by {how}", file=sys.stderr)
-        if todo:
+        if args.dry_run:
+            return _dry_run(mem, args, todo, edits, skipped)
+        if todo or edits:
             _load_model(args, mem)
         total, lines = 0, []
+        # an edited thread's new messages: its first add goes with the edit (one transaction), any further
+        # adds of a thread longer than one add's limits follow it in order
+        appended: dict[str, list[Any]] = {}
+        rest = []
+        for t, msgs in todo:
+            if t in edits and t not in appended:
+                appended[t] = msgs
+            else:
+                rest.append((t, msgs))
+        todo = rest
         with _bar(args, sum(len(msgs) for _, msgs in todo), "ingest", "msg") as bar:
+            for thread, found in edits.items():  # in place, the earlier texts kept, in one transaction each
+                more = appended.get(thread, [])
+                mem.edit(found, scope=args.scope, thread=thread, append=more)
+                total += len(more)
+                lines.append(
+                    f"{thread}: {len(found)} edited message{'s' if len(found) != 1 else ''} replaced as new "
+                    "versions, in place "
+                    f"({', '.join(found)}; the earlier text: sgmem messages ID --versions), {len(more)} messages added"
+                )
             # each batch's texts embedded in one length-sorted pass; one transaction per thread
             for batch in _batches(todo, INGEST_BATCH):
                 for (thread, _), res in zip(batch, mem.add_many(batch, scope=args.scope), strict=True):
@@ -266,8 +423,32 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                     bar.update(res.messages)
         for line in lines:
             print(line)
-        already = f" ({skipped} already stored, skipped)" if skipped else ""
-        print(f"ingested {total} messages into scope {args.scope!r} at {redact(str(args.path))}{already}")
+        n_edits = sum(len(found) for found in edits.values())
+        notes = ([f"{n_edits} edited, replaced as new versions"] if n_edits else []) + (
+            [f"{skipped} already stored, skipped"] if skipped else []
+        )
+        more = f" ({'; '.join(notes)})" if notes else ""
+        print(f"ingested {total} messages into scope {args.scope!r} at {redact(str(args.path))}{more}")
+    return 0
+
+
+def _dry_run(
+    mem: Any, args: argparse.Namespace, todo: list[tuple[Any, Any]], edits: dict[str, Any], skipped: int
+) -> int:
+    """``sgmem ingest --dry-run``: what the ingest would change, and nothing stored."""
+    for thread, found in edits.items():
+        old = {m.id: m for m in mem.get(scope=args.scope, message_ids=list(found))}
+        for mid, new in found.items():
+            print(f"{thread}: would replace {mid} (kept as an earlier version): {_one_line(old[mid].content, 60)!r}")
+            print(f"{' ' * len(thread)}  with {new['id']}: {_one_line(new['content'], 60)!r}")
+    for thread, msgs in todo:
+        print(f"{thread}: would add {len(msgs)} messages")
+    n_new = sum(len(msgs) for _, msgs in todo)
+    n_edits = sum(len(found) for found in edits.values())
+    print(
+        f"dry run: {n_new} messages to add, {n_edits} to replace as new versions, {skipped} already stored, "
+        f"in scope {args.scope!r} at {redact(str(args.path))}; nothing was stored"
+    )
     return 0
 
 
@@ -293,7 +474,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             args.query, scope=args.scope, k=args.k, mode=args.mode, min_score=args.min_score, now=args.now
         )
         if args.json:
-            print(json.dumps([{**h.__dict__, "at": h.at.isoformat()} for h in hits], indent=2, ensure_ascii=False))
+            print(_to_json([{**h.__dict__, "at": h.at.isoformat()} for h in hits]))
             return 0
         if not hits:
             cut = (
@@ -362,7 +543,11 @@ def cmd_threads(args: argparse.Namespace) -> int:
 
 def cmd_messages(args: argparse.Namespace) -> int:
     """List a scope's (or a thread's) messages, or show the ones named by id in full."""
+    if args.versions and not args.ids:
+        raise InvalidInputError("--versions", True, "message ids to show every text of (sgmem messages ID --versions)")
     with _existing(args.path) as mem:
+        if args.versions:
+            return _print_versions(mem, args)
         if args.ids:
             msgs = mem.get(scope=args.scope, message_ids=args.ids)
             missing = [i for i in args.ids if i not in {m.id for m in msgs}]
@@ -372,8 +557,15 @@ def cmd_messages(args: argparse.Namespace) -> int:
             msgs = mem.messages(scope=args.scope, thread=args.thread, limit=args.limit)
             if not msgs:
                 print(_nothing_found(mem, args.scope, [], None))
+            elif args.limit is not None and len(msgs) == args.limit:
+                total = len(mem.messages(scope=args.scope, thread=args.thread))
+                if total > len(msgs):  # say which part of the list this is (stderr: stdout stays the list)
+                    print(
+                        f"sgmem: the {len(msgs)} most recent of {total} messages, oldest first (--limit {args.limit})",
+                        file=sys.stderr,
+                    )
         if args.json:
-            print(json.dumps([m.to_dict() for m in msgs], indent=2, ensure_ascii=False))
+            print(_to_json([m.to_dict() for m in msgs]))
         elif args.ids:
             for m in msgs:
                 print(f"id: {m.id}\nthread: {m.thread}\nat: {m.at.isoformat() if m.at else ''}")
@@ -384,6 +576,33 @@ def cmd_messages(args: argparse.Namespace) -> int:
                 print(f"{m.id}\t{when}\t{m.thread}\t{m.name or m.role}: {_one_line(m.content)}")
         if args.ids and len(msgs) < len(args.ids):
             return 1
+    return 0
+
+
+def _print_versions(mem: Any, args: argparse.Namespace) -> int:
+    """``sgmem messages ID... --versions``: every text of each message, oldest first."""
+    missing, shown = [], []
+    for mid in args.ids:
+        try:
+            shown.append(mem.versions(mid, scope=args.scope))
+        except NotFoundError:
+            missing.append(mid)
+    if args.json:
+        rows = [
+            {**v.__dict__, "at": v.at.isoformat(), "replaced_at": v.replaced_at and v.replaced_at.isoformat()}
+            for vs in shown
+            for v in vs
+        ]
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+    else:
+        for vs in shown:
+            for v in vs:
+                state = f"replaced {v.replaced_at:%Y-%m-%d %H:%M}" if v.replaced_at else "current"
+                print(f"{v.message_id} version {v.version} ({state}; id then: {v.id}; said {v.at:%Y-%m-%d %H:%M})")
+                print(f"role: {v.role}" + (f"\nname: {v.name}" if v.name else "") + f"\n\n{v.content}\n")
+    if missing:
+        print(f"sgmem: not in scope {args.scope!r}: {', '.join(missing[:20])}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -428,7 +647,12 @@ def cmd_forget(args: argparse.Namespace) -> int:
         if args.all and not args.yes:
             what = f"every memory of scope {args.scope!r} ({len(mem.threads(scope=args.scope))} threads)"
             if not sys.stdin.isatty():
-                raise InvalidInputError("--yes", False, f"--yes to delete {what} without a prompt")
+                raise InvalidInputError(
+                    "forget --all",
+                    "no confirmation (there is no terminal to ask on)",
+                    f"--yes to delete {what}",
+                    "Nothing was deleted. Add --yes, or run it on a terminal to be asked first.",
+                )
             answer = input(f"Delete {what}? This cannot be undone. [y/N] ")
             if answer.strip().lower() not in ("y", "yes"):
                 print("nothing deleted")
@@ -441,9 +665,24 @@ def cmd_forget(args: argparse.Namespace) -> int:
             + ("" if receipt.scrubbed else "; the deleted text is not yet overwritten on disk (retried later)")
         )
         if not receipt.messages:
-            print(f"sgmem: nothing matched in scope {args.scope!r}", file=sys.stderr)
+            print(f"sgmem: nothing matched in scope {args.scope!r}{_what_is_there(mem, args)}", file=sys.stderr)
             return 1
     return 0
+
+
+def _what_is_there(mem: Any, args: argparse.Namespace) -> str:
+    """Why ``forget`` matched nothing: the scope's threads (the likely one first) or how to find message ids."""
+    import difflib
+
+    threads = mem.threads(scope=args.scope)
+    if not threads:
+        return f": {_nothing_found(mem, args.scope, [], None)}"
+    if args.thread is not None:
+        close = difflib.get_close_matches(args.thread, threads, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else "."
+        shown = ", ".join(map(repr, threads[:20])) + (f" and {len(threads) - 20} more" if len(threads) > 20 else "")
+        return f": no thread {args.thread!r}{hint} Its threads: {shown}"
+    return ": no message has these ids (`sgmem messages --scope S` lists them, `sgmem search` shows a hit's ids)"
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -546,6 +785,49 @@ def cmd_eval_longmemeval(args: argparse.Namespace) -> int:
             if args.cache:
                 embedder.save()
     return _report_eval(args, embedder, "\n".join(parts))
+
+
+def cmd_eval_small(args: argparse.Namespace) -> int:
+    """``sgmem eval small``: the defaults on small memories (the chat suite, LongMemEval's evidence sessions)."""
+    from .embed import default_embedder
+    from .eval import CachingEmbedder
+    from .eval.oracle import default_longmemeval_path
+    from .eval.pool import load_pool
+    from .eval.small import run_small
+    from .eval.small_report import render_small
+    from .eval.suite import FOLDS
+
+    if args.chats < 1:
+        raise InvalidInputError("--chats", args.chats, "a number of chats of at least 1")
+    bad = [f for f in args.folds or [] if not 0 <= f < FOLDS]
+    if bad:
+        raise InvalidInputError("--folds", bad, f"fold numbers from 0 to {FOLDS - 1}")
+    pool = None if args.pool == "none" else args.pool
+    lme = None if args.longmemeval is None else (
+        default_longmemeval_path() if args.longmemeval == "default" else Path(args.longmemeval)
+    )  # fmt: skip
+    if pool is None and lme is None:
+        raise InvalidInputError("--pool", "none", "a pool, or --longmemeval, to have something to measure")
+    if pool is not None:
+        load_pool(pool)  # a bad pool is reported before the model loads
+    if lme is not None and not lme.is_file():
+        raise InvalidInputError("--longmemeval", str(lme), "an existing LongMemEval JSON file (.json or .json.gz)")
+    embedder: Any = default_embedder()
+    if args.cache != "none":
+        embedder = CachingEmbedder(embedder, Path(args.cache).expanduser())
+    raw = run_small(
+        pool=pool,
+        longmemeval=lme,
+        chats=args.chats,
+        seed=args.seed,
+        folds=args.folds,
+        embedder=embedder,
+        bm25_variants=args.bm25_variants,
+        progress=_notes(args),
+    )
+    if args.raw:
+        Path(args.raw).write_text(json.dumps(raw, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    return _report_eval(args, embedder, render_small(raw, failures=args.failures))
 
 
 def _report_eval(args: argparse.Namespace, embedder: Any, report: str) -> int:
@@ -651,6 +933,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="sgmem", description="Long-term memory for LLM agents (no server, no LLM needed).")
     p.add_argument("--version", action="version", version=f"sgmem {__version__}", help="print the version and exit")
+    p.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     sub = p.add_subparsers(dest="command", required=True)
 
     def with_path(sp: argparse.ArgumentParser, default: str | None = None) -> None:
@@ -693,9 +976,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser(
         "ingest",
-        help="add messages from a JSON/JSONL file (messages already stored are skipped)",
+        help="add messages from a JSON/JSONL file (messages already stored are skipped, edited ones replaced)",
         description="Add messages from a file. A message keeps its own id; one without gets a hash of its "
-        "thread, position, role, speaker and text, so ingesting a file again stores nothing twice. An undated "
+        "thread, position, role, speaker and text, so ingesting a file again stores nothing twice. A message "
+        "whose text changed (same id, or same thread position) replaces the stored one in place as a new "
+        "version; the earlier text stays readable (sgmem messages ID --versions). An undated "
         "message takes the date of the message before it in its thread, the first one --at or the file's "
         "modification time.",
     )
@@ -709,6 +994,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="date of a thread's first message when it has none (default: the file's modification time)",
     )
     i.add_argument("--quiet", "-q", action="store_true", help="no progress on the terminal")
+    i.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="say what would be added and which stored messages an edited file would replace; store nothing",
+    )
     with_path(i)
     i.set_defaults(func=cmd_ingest)
 
@@ -745,8 +1035,17 @@ def build_parser() -> argparse.ArgumentParser:
     ms.add_argument("ids", nargs="*", metavar="ID", help="show these messages in full (default: list them all)")
     with_scope(ms)
     ms.add_argument("--thread", default=None, help="only this thread")
-    ms.add_argument("--limit", type=int, default=None, help="only the most recent N messages")
+    ms.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="only the N most recent messages, listed oldest first (stderr says how many there are)",
+    )
     ms.add_argument("--json", action="store_true", help="print the messages as JSON")
+    ms.add_argument(
+        "--versions", action="store_true", help="with ids: every text each message had (edits keep the earlier ones)"
+    )
     with_path(ms)
     ms.set_defaults(func=cmd_messages)
 
@@ -853,6 +1152,39 @@ def build_parser() -> argparse.ArgumentParser:
     lme.add_argument("--out", default=None, help="also write the Markdown report here")
     lme.add_argument("--quiet", "-q", action="store_true", help="no progress lines on the terminal")
     lme.set_defaults(func=cmd_eval_longmemeval)
+    sm = esub.add_parser(
+        "small",
+        help="the defaults on small memories: generated personal-assistant chats and LongMemEval's evidence "
+        "sessions; P@1, answer inside the default context, unrelated questions emptied, against baselines",
+        description="Each chat in a fresh Memory() at the defaults (search's k and cutoff, context's budget, now= "
+        "the question's date); dense sentences, BM25, their RRF and the RRF with sgmem's role prior rank the "
+        "same turns.",
+    )
+    sm.add_argument(
+        "--pool", default="build", help="wording pool: build (default), report, a pool file's path, or none"
+    )
+    sm.add_argument(
+        "--longmemeval",
+        nargs="?",
+        const="default",
+        default=None,
+        metavar="PATH",
+        help="also LongMemEval reduced to each question's evidence sessions (no PATH: ../shared/data/longmemeval/)",
+    )
+    sm.add_argument("--chats", type=int, default=100, help="chats composed from the pool (100)")
+    sm.add_argument("--seed", type=int, default=0, help="the suite's seed (0)")
+    sm.add_argument("--folds", type=int, nargs="+", default=None, help="score only these question folds (0-4)")
+    sm.add_argument(
+        "--cache",
+        default=str(Path("~/.cache/sgmem/eval")),
+        help="embedding cache directory, so reruns are fast (~/.cache/sgmem/eval); none: no cache",
+    )
+    sm.add_argument("--bm25-variants", action="store_true", help="also report every bm25s variant's P@1")
+    sm.add_argument("--failures", type=int, default=20, help="list sgmem's N worst misses (not for the report pool)")
+    sm.add_argument("--raw", default=None, help="also write the per-question results (JSON) here")
+    sm.add_argument("--out", default=None, help="also write the Markdown report here")
+    sm.add_argument("--quiet", "-q", action="store_true", help="no progress lines on the terminal")
+    sm.set_defaults(func=cmd_eval_small)
 
     cal = sub.add_parser("calibrate", help="calibrate the portable novelty gate's tau_noop on a corpus")
     cal.add_argument("corpus", help="a .txt (one memory per line), messages .json/.jsonl, or LoCoMo .json file")
@@ -875,7 +1207,34 @@ def build_parser() -> argparse.ArgumentParser:
     ui_arguments(u)
     with_path(u)
     u.set_defaults(func=cmd_ui)
+    for command in {*sub.choices.values(), esub.choices["locomo"], esub.choices["longmemeval"]}:
+        # after the command too (sgmem search Q --debug); SUPPRESS keeps a --debug given before it
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
     return p
+
+
+DEBUG_HELP = "log what is stored, recalled, cut and injected, and why (the sgmem logger at DEBUG), on stderr"
+
+
+@contextlib.contextmanager
+def _debug_logging(on: bool) -> Iterator[None]:
+    """``--debug``: the ``sgmem`` logger's DEBUG lines on stderr while the command runs (silent by default)."""
+    if not on:
+        yield
+        return
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    log = logging.getLogger("sgmem")
+    level = log.level
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
 
 
 # C0 controls but newline and tab, DEL, C1 controls, and the bidirectional overrides that reorder what a
@@ -886,6 +1245,15 @@ _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 def neutralise(text: str) -> str:
     """``text`` with terminal control and escape sequences shown as ``\\x1b``-style escapes, not obeyed."""
     return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def _to_json(data: Any) -> str:
+    """``data`` as indented JSON, readable (non-ASCII text as it is) and still safe on a terminal: the
+    characters :func:`neutralise` would rewrite are written as JSON's ``\\uXXXX`` escapes, so the output parses
+    back to the same text (``\\x92`` as text would not be JSON)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    # JSON itself escapes C0 controls; what is left of _UNSAFE can only be inside a string, where an escape is valid
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 class _SafeStream:
@@ -916,7 +1284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout, sys.stderr = _SafeStream(out), _SafeStream(err)  # type: ignore[assignment]
     _raw_err = err
     try:
-        return _run(args)
+        with _debug_logging(bool(getattr(args, "debug", False))):
+            return _run(args)
     finally:
         sys.stdout, sys.stderr = out, err
         _raw_err = None

@@ -655,6 +655,18 @@ class Config:
             no scope's rows whatever it sets. Open the store once with it as
             the tables' owner (creates the keys and switches the policies).
             Left out of ``repr``; it is a credential: keep it out of logs.
+        pg_cache_dir: [D] PostgreSQL stores: a local directory where this host
+            keeps the saved indexes of the scopes it served (the files that
+            serve a reopened SQLite store, :mod:`sgmem.retrieval.cachefiles`),
+            written when a scope leaves the memory cache (``cache_bytes``) and
+            at :meth:`Memory.close`, in a subdirectory per store. A scope this
+            process does not hold in memory is then loaded from its files,
+            checked against the server (the scope's generation, probe rows)
+            and brought up to date with the rows other hosts added since;
+            after anything was deleted it is rebuilt from the server and its
+            files removed. ``None`` (default): nothing is written to the
+            host's disk, and every cold scope is read from the server. The
+            files hold the scope's vectors: see docs/privacy.md.
         cache_bytes: [D] memory for per-scope caches (each touched scope's
             retrieval index, derived-memory state and entity graph, estimated in bytes);
             past it the least recently used scopes are dropped and rebuilt
@@ -776,6 +788,7 @@ class Config:
     pg_dense: str = "auto"
     pg_row_security: bool = False
     pg_scope_key: str | None = field(default=None, repr=False)
+    pg_cache_dir: str | None = None
     cache_bytes: int = 256 * 1024 * 1024
     min_relevance: float | None = None
     min_dense_relevance: float | None = None
@@ -841,6 +854,17 @@ class Config:
         )
         _check(
             self.pg_dense in ("auto", "host", "server"), "Config.pg_dense", self.pg_dense, "'auto', 'host' or 'server'"
+        )
+        _check(
+            self.pg_cache_dir is None
+            or (
+                isinstance(self.pg_cache_dir, str)
+                and self.pg_cache_dir.strip() != ""
+                and "\x00" not in self.pg_cache_dir
+            ),
+            "Config.pg_cache_dir",
+            self.pg_cache_dir,
+            "None or a local directory path (str) this host may write",
         )
         _check(self.dense_index in ("exact", "hnsw"), "Config.dense_index", self.dense_index, "'exact' or 'hnsw'")
         _check(

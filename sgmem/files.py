@@ -15,6 +15,10 @@ from .errors import InvalidInputError
 
 __all__ = ["load_messages"]
 
+_SHAPES = (
+    'Shapes: a list of messages; {"thread": [messages], ...}; {"threads": [{"thread": ..., "messages": [...]}]}; '
+    'or JSONL, one message per line with an optional "thread".'
+)
 _NESTING = "JSON nested a few levels deep (messages in threads), not arrays or objects nested thousands deep"
 
 
@@ -43,9 +47,13 @@ def load_messages(path: Path, thread: str | None) -> list[tuple[str, list[dict[s
                 raise InvalidInputError(f"{path}:{n}", line[:60], _NESTING) from None
             if not isinstance(row, dict):
                 raise InvalidInputError(f"{path}:{n}", row, "a JSON object (one message) per line")
-            t = row.pop("thread", None) or thread or "default"
-            if not isinstance(t, str):
-                raise InvalidInputError(f"{path}:{n}.thread", t, "a thread name (string)")
+            t = row.pop("thread", None)
+            if t is None:  # no thread named: --thread, else "default"
+                t = thread or "default"
+            elif not isinstance(t, str) or not t.strip():
+                raise InvalidInputError(
+                    f"{path}:{n}.thread", t, 'a thread name (a non-empty string), or no "thread" for --thread'
+                )
             groups.setdefault(t, []).append(row)
         return list(groups.items())
     try:
@@ -70,5 +78,10 @@ def load_messages(path: Path, thread: str | None) -> list[tuple[str, list[dict[s
             for t in threads
         ]
     if isinstance(data, dict):
+        for k, v in data.items():
+            if not isinstance(v, list):
+                raise InvalidInputError(
+                    f"{path}: {k!r}", v, "a list of messages (the file is {thread: [messages]})", _SHAPES
+                )
         return [(str(k), v) for k, v in data.items()]
-    raise InvalidInputError(str(path), type(data).__name__, "a list of messages, or {thread: [messages]}")
+    raise InvalidInputError(str(path), type(data).__name__, "a list of messages, or {thread: [messages]}", _SHAPES)

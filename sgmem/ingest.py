@@ -22,7 +22,7 @@ from .text.lexical import DEFAULT_ANALYZER, analyze, has_word
 from .text.segment import sentence_spans
 from .text.tokens import count_tokens
 
-__all__ = ["Prepared", "embed_texts", "knn_edges", "prepare", "text_hash", "turn_vectors"]
+__all__ = ["Prepared", "embed_texts", "kept_spans", "knn_edges", "prepare", "text_hash", "turn_vectors"]
 
 
 def text_hash(text: str) -> str:
@@ -42,6 +42,20 @@ class Prepared:
 def speaker_of(m: dict[str, Any]) -> str:
     """The label used for a message in embeddings and context."""
     return str(m["name"] or m["role"])
+
+
+def kept_spans(content: str) -> list[tuple[int, int, int]]:
+    """The sentences a message is stored as: ``(index, start, end)`` of each (what counts against
+    ``Limits.max_sentences_per_add``)."""
+    spans = sentence_spans(content)
+    out: list[tuple[int, int, int]] = []
+    for j, (a, b) in enumerate(spans):
+        if (len(spans) > 1 or out) and not has_word(content[a:b]):
+            continue  # punctuation- or emoji-only fragments carry nothing to retrieve
+        out.append((j, a, b))
+    if not out:  # every fragment was punctuation or emoji: keep the message whole
+        out.append((0, len(content) - len(content.lstrip()), len(content.rstrip())))
+    return out
 
 
 def prepare(
@@ -80,19 +94,8 @@ def prepare(
                 vec=empty,
             )
         )
-        spans = sentence_spans(content)
-        kept = 0
-        for j, (a, b) in enumerate(spans):
-            text = content[a:b]
-            if (len(spans) > 1 or kept) and not has_word(text):
-                continue  # punctuation- or emoji-only fragments carry nothing to retrieve
-            sents.append(SentenceRow(msg=i, idx=j, start=a, end=b, text=text, embed_hash="", vec=empty))
-            sent_texts.append(prefix + text)
-            kept += 1
-        if not kept:  # every fragment was punctuation or emoji: keep the message whole
-            a = len(content) - len(content.lstrip())
-            b = len(content.rstrip())
-            sents.append(SentenceRow(msg=i, idx=0, start=a, end=b, text=content[a:b], embed_hash="", vec=empty))
+        for j, a, b in kept_spans(content):
+            sents.append(SentenceRow(msg=i, idx=j, start=a, end=b, text=content[a:b], embed_hash="", vec=empty))
             sent_texts.append(prefix + content[a:b])
         if len(sents) > config.limits.max_sentences_per_add:
             raise LimitExceededError(

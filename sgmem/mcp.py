@@ -102,6 +102,7 @@ def build_server(
     read_only: bool = False,
     host: str = "127.0.0.1",
     port: int = 8000,
+    log_level: str = "WARNING",
 ) -> Any:
     """An MCP server (the SDK's ``FastMCP`` / ``MCPServer``) whose tools act on ``scope`` of ``tools.memory``.
 
@@ -110,14 +111,18 @@ def build_server(
         scope: the one scope every tool call acts on.
         read_only: offer only ``recall``, ``context`` and ``list_threads``.
         host, port: where the streamable HTTP transport listens (ignored on stdio).
+        log_level: what the SDK logs on stderr. ``"WARNING"`` (the default) leaves out its INFO line per
+            request ("Processing request of type CallToolRequest"); ``sgmem --debug mcp`` passes ``"DEBUG"``.
     """
     from .tools import DESCRIPTIONS
     from .validate import check_name
 
     scope = check_name(scope, "scope", tools.memory.config.limits)
     server_cls, major, annotations, tool_error = _sdk()
-    http = {} if major == 2 else {"host": host, "port": port}
+    http = {} if major == 2 else {"host": host, "port": port, "log_level": log_level}
     server = server_cls("sgmem", instructions=INSTRUCTIONS, **http)
+    # 1.x configures logging from log_level; the SDK's own loggers are set for 2.x too
+    logging.getLogger("mcp").setLevel(log_level)
     low = getattr(server, "_mcp_server", None)
     if low is not None and hasattr(low, "version"):  # the SDK reports its own version otherwise
         low.version = __version__
@@ -249,6 +254,7 @@ def serve(
     allow_hosts: list[str] | None = None,
     token: str | None = None,
     ready: str | None = None,
+    log_level: str = "WARNING",
 ) -> None:
     """Serve ``scope`` of ``memory`` until the client disconnects (stdio) or the process is stopped (HTTP).
 
@@ -257,6 +263,7 @@ def serve(
     Over HTTP, requests are checked by :class:`HttpGuard`: ``Host`` and ``Origin`` must name the loopback
     names, ``host`` or one of ``allow_hosts``; with ``token``, the bearer token is required (and a
     non-loopback ``host`` is refused without one). ``ready`` is printed on stderr once the server is set up.
+    ``log_level`` is the SDK's (:func:`build_server`): by default no line per request.
     """
     from .tools import MemoryTools
 
@@ -264,7 +271,9 @@ def serve(
         raise InvalidInputError("transport", transport, f"one of {', '.join(TRANSPORTS)}")
     if transport != "stdio":
         check_http(host, port, token)
-    server = build_server(MemoryTools(memory, thread=thread), scope, read_only=memory.read_only, host=host, port=port)
+    server = build_server(
+        MemoryTools(memory, thread=thread), scope, read_only=memory.read_only, host=host, port=port, log_level=log_level
+    )
     if ready:
         print(ready, file=sys.stderr, flush=True)
     if transport == "stdio":
@@ -275,7 +284,7 @@ def serve(
     wildcard = host in ("0.0.0.0", "::", "")
     hosts = [*LOOPBACK, *([] if wildcard else [host]), *(allow_hosts or [])]
     app = HttpGuard(server.streamable_http_app(), hosts, port, token)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.run(app, host=host, port=port, log_level=log_level.lower())
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -378,5 +387,6 @@ def main(args: argparse.Namespace) -> int:
             allow_hosts=list(args.allow_host),
             token=token,
             ready=ready,
+            log_level="DEBUG" if getattr(args, "debug", False) else "WARNING",
         )
     return 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import logging
 import math
 import threading
@@ -30,6 +32,7 @@ from .entities.extract import TypeModel
 from .entities.index import EntityCache
 from .entities.retrieve import EntityTools
 from .errors import ConfigError, InvalidInputError, SgmemError, StoreError
+from .forks import guard_at_fork
 from .gate.blas import single_thread_blas
 from .llm import LLM
 from .neighbours import NeighbourMethods
@@ -48,11 +51,11 @@ from .retrieval.search import (
     exchange_relevance,
     questions_answered,
 )
-from .store.forks import guard_at_fork
 from .store.paths import resolve_store_path
 from .store.pgsql import redact
-from .store.postgres import PostgresStore, is_postgres_target, is_url, server_dense
+from .store.postgres import PostgresStore, server_dense
 from .store.sqlite import SQLiteStore
+from .targets import is_postgres_target, is_url
 from .text.acts import FILLER, NON_ANSWER, ActClassifier, act_model, acts_identity, shown
 from .text.lexical import DEFAULT_ANALYZER, as_written
 from .text.tokens import count_tokens
@@ -74,6 +77,14 @@ from .write import commit_add, prepare_add, replace_messages
 __all__ = ["Memory"]
 
 log = logging.getLogger(__name__)
+
+
+def _host_cache_dir(store: Any, root: str) -> Path | None:
+    """Where a PostgreSQL host keeps its saved indexes of ``store`` (``Config.pg_cache_dir``): one directory per
+    store (its :meth:`~sgmem.store.postgres.PostgresStore.store_id`), so that scope ids of two databases never
+    meet; None when the store has no id (a role that may not record one)."""
+    sid = store.store_id()
+    return Path(root).expanduser() / f"store-{sid}" if sid else None
 
 
 def _close_quietly(store: Any) -> None:
@@ -100,7 +111,8 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
             :meth:`warmup`) instead of inside the first ``add`` or ``search``.
         read_only: open an existing store without writing to it (searches
             and reads work; ``add``/``delete`` raise :class:`sgmem.StoreError`).
-            The files' permissions are never changed, and no index cache is saved.
+            The files' permissions are never changed, no index cache is saved, and
+            closing leaves the directory as it was (SQLite's log files included).
 
     ``path`` may start with ``~`` (expanded); ``""`` is refused rather than
     taken as the current directory.
@@ -209,6 +221,8 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         self._cache_dir = self.path / "faiss" if self.path is not None and not read_only else None
         # a read-only Memory maps the index cache files when they are current (it never writes them)
         self._cache_read = self.path / "faiss" if self.path is not None else None
+        if shared and self.config.pg_cache_dir is not None:  # a PostgreSQL host's own saved indexes
+            self._cache_dir = self._cache_read = _host_cache_dir(self._store, self.config.pg_cache_dir)
         self._retriever = Retriever(self.config, replies=self._answers)
         self._answer_model: ActClassifier | None | bool = False  # (read on first use: see _answers)
         self._names: dict[str, np.ndarray] = {}  # speakers' names embedded (Memory._name_vectors)
@@ -217,14 +231,20 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         # keyword embeddings (MGRetrieval vocabulary), bounded by a quarter of the cache budget
         self._words = WordVectors(self.embedder, capacity=max(1000, self.config.cache_bytes // 4 // word_bytes))
         # per-scope caches (retrieval indexes here, derived-memory state in the engine): one LRU, one budget
-        self._caches = ByteLRU(self.config.cache_bytes)
+        # a PostgreSQL host saves a scope's index as it leaves the cache: its next use loads the files
+        evicted = self._save_evicted if shared and self._cache_dir is not None else None
+        self._evicted: list[ScopeIndex] = []
+        self._caches = ByteLRU(self.config.cache_bytes, on_evict=evicted)
         self._indexes = CacheView(self._caches, "index")
         # LightGMEM entity layer (opt-in, Config.entities): per-scope, keyed by the scope generation, same LRU
         self._entities = EntityCache(self._caches)
         self._entity_scopes: set[int] = set()  # scopes this Memory wrote entities to: close() flushes them
         self._types = TypeModel(self._words, self.config.entities)
         self._lock = threading.RLock()
-        guard_at_fork(self, "_lock", rank=0)  # held across a fork, before its store's (sgmem.store.forks)
+        guard_at_fork(self, "_lock", rank=0)  # held across a fork, before its store's (sgmem.forks)
+        # held by warmup(): a fork waits for it, so a child never inherits a load or an import half done
+        self._warming = threading.Lock()
+        guard_at_fork(self, "_warming", rank=0)
         self._closed = False
         # a delete's checkpoint could not complete yet (see scrub()); or one a killed process left undone
         self._unscrubbed = bool(getattr(self._store, "scrub_pending", False))
@@ -244,18 +264,21 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         ``search`` takes the model's load time (1–3 s on an idle laptop, tens
         of seconds on a busy machine) on top of its own. Runs one tiny embedding
         and one token count; calling it again costs a few milliseconds.
-        ``Memory(path, preload=True)`` calls it from the constructor.
+        ``Memory(path, preload=True)`` calls it from the constructor. Run on a
+        thread at start-up, it holds off a ``fork()`` until it is done, so a
+        child process never inherits a model or an import half loaded.
 
         Returns:
             Seconds it took.
         """
         self._check_open()
         t0 = time.perf_counter()
-        load = getattr(self.embedder, "load", None)
-        if callable(load):
-            load()
-        check_embeddings(self.embedder, ["warm-up"], self.embedder.embed(["warm-up"]))
-        count_tokens("warm-up")
+        with self._warming:
+            load = getattr(self.embedder, "load", None)
+            if callable(load):
+                load()
+            check_embeddings(self.embedder, ["warm-up"], self.embedder.embed(["warm-up"]))
+            count_tokens("warm-up")
         return time.perf_counter() - t0
 
     # ------------------------------------------------------------- lifecycle
@@ -299,7 +322,8 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
                 if not self._store.has_messages(sid):
                     continue
                 snap = self._entities.get(self._store, sid)
-            profiles = plan_flush(snap, cfg, self.llm, self._stored_texts, Usage())  # LLM calls outside the lock
+            texts = functools.partial(self._stored_texts, sid)
+            profiles = plan_flush(snap, cfg, self.llm, texts, Usage())  # LLM calls outside the lock
             if not profiles:
                 continue
             with self._lock:
@@ -323,13 +347,15 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
             if self._closed:
                 return
             self._closed = True
-            dirty = [idx for idx in self._indexes.values() if idx.dirty]
+            dirty = [idx for idx in self._indexes.values() if idx.dirty] + self._evicted
             if self._cache_dir is not None and dirty:
                 try:
-                    # under the write lock no delete can slip between the check and the save: the
-                    # vectors of a scope deleted (or changed) by another process are never written back
+                    # under the write lock (PostgreSQL: the scope's row lock) no delete can slip between the
+                    # check and the save: the vectors of a scope deleted (or changed) by another process are
+                    # never written back
                     with self._store.write(timeout_s=1.0):
                         for idx in dirty:
+                            self._store.lock_scope(idx.scope_id)
                             if self._store.generation(idx.scope_id) == idx.generation:
                                 idx.save(self._cache_dir)
                 except Exception:  # noqa: BLE001 - caches are optional; SQLite holds the truth
@@ -341,6 +367,25 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
             self._entities.clear()
             self._store.close()
             self._finalizer.detach()
+
+    def _save_evicted(self, key: Any, value: Any) -> None:
+        """A PostgreSQL host: a scope's index left the memory cache; it is saved (``Config.pg_cache_dir``) once
+        no transaction is open (:meth:`_flush_evicted`), the cache may evict inside one."""
+        if isinstance(key, tuple) and key[0] == "index" and getattr(value, "dirty", False):
+            self._evicted.append(value)
+
+    def _flush_evicted(self) -> None:
+        """Save the indexes evicted since the last call, each under its scope's row lock, so that no other host's
+        delete slips between the generation check and the save (under ``_lock``, outside any transaction)."""
+        while self._evicted and self._cache_dir is not None:
+            idx = self._evicted.pop()
+            try:
+                with self._store.write(timeout_s=1.0):
+                    self._store.lock_scope(idx.scope_id)
+                    if self._store.generation(idx.scope_id) == idx.generation:
+                        idx.save(self._cache_dir)
+            except Exception as exc:  # noqa: BLE001 - a cache: the server holds the truth
+                log.debug("index of scope %d not saved on eviction: %s", idx.scope_id, exc)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -378,6 +423,8 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
                 idx = load_scope_index(self._store, scope_id, int(self.embedder.dim), self._cache_read, self._act_model)
                 idx.analyzer = self.analyzer
                 self._indexes.put(scope_id, idx)
+            if self._evicted and not self._store.conn.in_transaction:
+                self._flush_evicted()
             return idx
 
     def _name_vectors(self, names: list[str]) -> np.ndarray:
@@ -600,23 +647,25 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         """The speaker-labelled texts of the index's turn ``rows``; ``""`` for a turn the store no longer
         holds (another host or process deleted it after the index's generation check: it matches nothing,
         and :meth:`search` drops it like any turn whose details are gone)."""
-        details = self._details([idx.msg_ids[r] for r in rows])
+        details = self._details(idx.scope_id, [idx.msg_ids[r] for r in rows])
         return [
             f"{d['speaker']}: {d['content']}" if d is not None else ""
             for d in (details.get(idx.msg_ids[r]) for r in rows)
         ]
 
-    def _stored_texts(self, message_ids: list[int]) -> list[str]:
-        """Dated, speaker-labelled texts of stored messages (entity profiles' evidence)."""
-        details = self._details(message_ids)
+    def _stored_texts(self, scope_id: int | None, message_ids: list[int]) -> list[str]:
+        """Dated, speaker-labelled texts of a scope's stored messages (entity profiles' evidence)."""
+        if scope_id is None:  # a scope not stored yet holds no message
+            return []
+        details = self._details(scope_id, message_ids)
         return [
             f"({d['at'].date().isoformat()}) {d['speaker']}: {d['content']}"
             for d in (details[m] for m in message_ids if m in details)
         ]
 
-    def _details(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    def _details(self, scope_id: int, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         with self._lock:
-            return self._store.message_details(ids)
+            return self._store.message_details(scope_id, ids)
 
     @staticmethod
     def _turn_hit(
@@ -716,13 +765,19 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
             floor, derived_floor = self._default_cut(idx, q, ranked, rel, floor)
         ranked = ranked[:k]
         broad = self._broad_rows(idx, q, ranked, rel, self.min_relevance) if min_score is None else set()
-        details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
+        details = self._details(idx.scope_id, [idx.msg_ids[r] for rk in ranked for r in rk.rows])
         hits: list[Hit] = []
         cut: list[Hit] = []
         for rk in ranked:
             hit = self._turn_hit(idx, rk, details, rel, query)
-            if hit is not None:
-                (hits if hit.relevance >= floor or broad.intersection(rk.rows) else cut).append(hit)
+            if hit is None:
+                continue
+            if hit.relevance >= floor:
+                hits.append(hit)
+            elif broad.intersection(rk.rows):  # kept below the cutoff for a broad question: its why says so
+                hits.append(dataclasses.replace(hit, why={**hit.why, "broad": True}))
+            else:
+                cut.append(hit)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("search %s", _describe(query, scope, hits, cut, floor, time.perf_counter() - t0))
         if kind_list:
@@ -962,7 +1017,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         if min_score is None:
             floor, derived_floor = self._default_cut(idx, q, ranked, rel, floor)
         if tracing:
-            all_details = self._details([idx.msg_ids[r] for rk in ranked for r in rk.rows])
+            all_details = self._details(idx.scope_id, [idx.msg_ids[r] for rk in ranked for r in rk.rows])
             pairs = [(rk, self._turn_hit(idx, rk, all_details, rel, query)) for rk in ranked]
             found = [(h, h.relevance >= floor or bool(broad.intersection(rk.rows))) for rk, h in pairs if h is not None]
             kept = tuple(h for h, keep in found if keep)
@@ -977,7 +1032,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         if asked:  # a reply found through its question comes with it ("How old is your son?" — "12.")
             rows = [x for r in rows for x in ((r, asked[r]) if r in asked else (r,))]
             rows = list(dict.fromkeys(rows))
-        details = self._details([idx.msg_ids[r] for r in rows])
+        details = self._details(idx.scope_id, [idx.msg_ids[r] for r in rows])
         cands = []
         with self._lock:  # digest_turn reads FAISS storage that a concurrent add may reallocate
             for r in rows:

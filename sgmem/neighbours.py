@@ -105,7 +105,9 @@ class NeighbourMethods:
             owner = idx.array("sent_msg")
             first = idx.array("turn_first")
             sessions = idx.array("session_codes")
-            details = self._store.message_details([int(idx.msg_ids[int(owner[b])]) for _, b, _, _ in edges])
+            details = self._store.message_details(
+                idx.scope_id, [int(idx.msg_ids[int(owner[b])]) for _, b, _, _ in edges]
+            )
             links: list[SentenceLink] = []
             for (a, b, kind, direction), cos in zip(edges, cosines, strict=True):
                 t = int(owner[b])
@@ -138,7 +140,7 @@ class NeighbourMethods:
         with self._lock:
             scope_id = self._store.scope_id(scope)
             rows = sorted(self._store.message_rows(scope_id, thread, None)) if scope_id is not None else []
-            details = self._store.message_details(rows) if rows else {}
+            details = self._store.message_details(scope_id, rows) if rows else {}
         if not details:
             return {}
         with self._lock, single_thread_blas():

@@ -8,19 +8,22 @@ search paths.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from .errors import InvalidInputError, NotFoundError
+from .store import versions as stored_versions
 from .store.schema import SCHEMA_VERSION
-from .types import MemoryVersion, Message, Stats
+from .types import MemoryVersion, Message, MessageVersion, Stats
 from .validate import check_int, check_name, check_names
 
 __all__ = ["RecordMethods"]
 
 
 class RecordMethods:
-    """``history``, ``messages``, ``get``, ``threads``, ``scopes`` and ``stats`` for :class:`sgmem.Memory`."""
+    """``history``, ``versions``, ``messages``, ``get``, ``threads``, ``scopes`` and ``stats`` for :class:`sgmem.Memory`."""
 
     def history(self: Any, memory_id: str, *, scope: str) -> list[MemoryVersion]:
         """Every version of a generated memory (fact, summary, insight), oldest first.
@@ -45,6 +48,57 @@ class RecordMethods:
             raise NotFoundError(
                 f"scope {scope!r} holds no generated memory {memory_id!r}; take ids from Hit.memory_id."
             )
+        return out
+
+    def versions(self: Any, message_id: str, *, scope: str) -> list[MessageVersion]:
+        """Every text of a stored message, oldest first; the last one is the current text.
+
+        A message that was never edited has one version. Edits
+        (:meth:`sgmem.Memory.edit`, ``sgmem ingest`` of a file whose message
+        changed) keep the texts they replaced; forgetting the message forgets
+        them too.
+
+        Raises:
+            NotFoundError: the scope holds no message with this id.
+        """
+        self._check_open()
+        scope = check_name(scope, "scope", self.config.limits)
+        message_id = check_name(message_id, "message_id", self.config.limits)
+        with self._lock, self._store.read():
+            sid = self._store.scope_id(scope)
+            found = stored_versions.of_message(self._store.conn, sid, message_id) if sid is not None else None
+            current = self._store.messages_by_ext_ids(sid, [message_id]) if found is not None else []
+        if found is None or not current:
+            raise NotFoundError(
+                f"scope {scope!r} holds no message {message_id!r}; take ids from Hit.message_ids or Memory.messages."
+            )
+        out = [
+            MessageVersion(
+                message_id=message_id,
+                version=n,
+                id=v.ext_id,
+                role=v.role,
+                content=v.content,
+                name=v.name,
+                at=datetime.fromisoformat(v.at),
+                metadata=json.loads(v.metadata),
+                replaced_at=datetime.fromisoformat(v.replaced_at),
+            )
+            for n, v in enumerate(found[1], 1)
+        ]
+        m = current[0]
+        out.append(
+            MessageVersion(
+                message_id=message_id,
+                version=len(out) + 1,
+                id=message_id,
+                role=m.role,
+                content=m.content,
+                name=m.name,
+                at=m.at,  # type: ignore[arg-type]  # stored messages always have a time
+                metadata=dict(m.metadata),
+            )
+        )
         return out
 
     def messages(self: Any, *, scope: str, thread: str | None = None, limit: int | None = None) -> list[Message]:

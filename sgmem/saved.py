@@ -21,7 +21,7 @@ Secrets are never written:
 * A directory store is saved by its path.
 * A PostgreSQL store is saved by its connection URL (or libpq ``key=value``
   string) *with its password removed* (read as libpq reads it:
-  :mod:`sgmem.store.conninfo`). Reopening it in another process uses the
+  :mod:`sgmem.targets`). Reopening it in another process uses the
   URL the application allowed or put in ``SGMEM_STORE_URL`` (same URL once
   its password is removed), with its password, else where libpq looks for
   one (``PGPASSWORD``, ``~/.pgpass``, a peer or certificate login).
@@ -43,8 +43,7 @@ from typing import Any
 
 from .config import Config
 from .errors import InvalidInputError, SgmemError
-from .store.conninfo import redact, without_passwords
-from .store.postgres import is_postgres_target
+from .targets import is_postgres_target, redact, without_passwords
 
 __all__ = ["SCOPE_KEY_ENV", "URL_ENV", "allow", "config_from_dict", "config_to_dict", "reference", "remember", "reopen"]
 

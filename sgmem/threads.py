@@ -1,4 +1,4 @@
-"""Edits of one thread that read it first: ``insert``, ``set_thread``, ``pop``, ``clear_thread`` of ``Memory``.
+"""Edits of one thread that read it first: ``insert``, ``edit``, ``set_thread``, ``pop``, ``clear_thread`` of ``Memory``.
 
 A mixin, like :mod:`sgmem.records`. Each call reads the thread, plans the
 change against what it read (which messages to delete, which to add) and
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -53,8 +53,35 @@ def _same(stored: Message, new: dict[str, Any]) -> bool:
     )
 
 
+def _fields(m: Message) -> dict[str, Any]:
+    """A stored message as the dict an add takes (its id, time, session and metadata kept)."""
+    return {
+        "role": m.role,
+        "content": m.content,
+        "name": m.name,
+        "id": m.id,
+        "at": m.at,
+        "session": m.session,
+        "metadata": dict(m.metadata),
+    }
+
+
+def _edit_fields(value: Any, key: Any) -> dict[str, Any]:
+    """An edit's new fields: a dict or a :class:`Message` (whose unset fields are left as stored)."""
+    if isinstance(value, Message):
+        given = {k: v for k, v in _fields(value).items() if v not in (None, {})}
+        given.pop("session", None)
+        return given
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"edits[{key!r}]", value, "a message dict, e.g. {'content': 'the new text'}")
+    unknown = sorted(set(value) - {"role", "content", "name", "id", "at", "session", "metadata"})
+    if unknown:
+        raise InvalidInputError(f"edits[{key!r}]", unknown, "only role, content, name, id, at, session, metadata")
+    return dict(value)
+
+
 class ThreadMethods:
-    """``insert``, ``set_thread``, ``pop`` and ``clear_thread`` for :class:`sgmem.Memory`."""
+    """``insert``, ``edit``, ``set_thread``, ``pop`` and ``clear_thread`` for :class:`sgmem.Memory`."""
 
     def _thread_state(self: Any, scope: str, thread: str) -> tuple[tuple[int, ...], list[Message]]:
         """The thread's message row ids and messages, from one read snapshot."""
@@ -65,10 +92,13 @@ class ThreadMethods:
             rows = tuple(sorted(self._store.message_rows(sid, thread, None)))
             return rows, self._store.messages(sid, thread, None)
 
-    def _edit_thread(self: Any, scope: str, thread: str, plan: Any) -> AddResult | None:
+    def _edit_thread(
+        self: Any, scope: str, thread: str, plan: Any, replaced: dict[str, tuple[str, Message]] | None = None
+    ) -> AddResult | None:
         """Read the thread, ``plan(stored) -> (messages, message_ids)``, commit if the thread did not change.
 
         A plan that returns ``None`` (nothing to change) ends the call at once: nothing is written.
+        ``replaced``, filled by the plan, names the edited messages (see :func:`sgmem.write.replace_messages`).
         """
         for attempt in range(MAX_ATTEMPTS):
             rows, stored = self._thread_state(scope, thread)
@@ -77,7 +107,9 @@ class ThreadMethods:
                 return None
             messages, message_ids = change
             try:
-                return replace_messages(self, messages, scope, thread, message_ids, None, expect_rows=rows)
+                return replace_messages(
+                    self, messages, scope, thread, message_ids, None, expect_rows=rows, replaced=replaced
+                )
             except ThreadChanged:
                 # another writer committed first (it made progress): plan again from its state, after a
                 # short random pause so two hosts that keep colliding fall out of step
@@ -130,6 +162,73 @@ class ThreadMethods:
             ]
 
         return self._edit_thread(scope, thread, plan)  # type: ignore[return-value]  # its plan never is None
+
+    def edit(
+        self: Any,
+        edits: Mapping[str, dict[str, Any] | Message],
+        *,
+        scope: str,
+        thread: str,
+        append: Sequence[dict[str, Any] | Message] = (),
+    ) -> AddResult:
+        """Replace messages of ``thread`` by new versions, in place, keeping what they replaced.
+
+        ``edits`` maps a stored message's id to its new version: a message dict
+        (or :class:`Message`) whose fields replace the stored ones; what it
+        leaves out (the role, speaker, time, session, metadata, the id) stays
+        as stored, so ``{"content": "..."}`` changes the text only. Each
+        message keeps its place in the thread and its time; the text it had is
+        kept as an earlier version (:meth:`versions`), and forgetting the
+        message forgets those too. ``append`` adds messages at the end of the
+        thread in the same transaction. The thread is read and the change
+        committed only if no other writer changed it meanwhile, else planned
+        again (see :mod:`sgmem.threads`).
+
+        Returns:
+            The write's :class:`AddResult`: the edited messages and the ones after
+            them are added again (their ids, times and sessions unchanged).
+
+        Raises:
+            InvalidInputError: bad messages or arguments, or an id the thread
+                does not hold; nothing changes.
+            StoreBusyError: other writers changed the thread at every one of
+                many attempts; nothing was written.
+        """
+        self._check_writable()
+        limits = self.config.limits
+        scope, thread = check_name(scope, "scope", limits, new=True), check_name(thread, "thread", limits, new=True)
+        if not isinstance(edits, Mapping):
+            raise InvalidInputError("edits", edits, "a dict of message id -> the new version (a message dict)")
+        changes = {check_name(k, "edits", limits): _edit_fields(v, k) for k, v in edits.items()}
+        extra = _as_list(append) if append else []
+        now = datetime.now(timezone.utc)
+        if extra:
+            normalise_messages(extra, now, limits)  # bad input: refused before any read
+        replaced: dict[str, tuple[str, Message]] = {}
+
+        def plan(stored: list[Message]) -> tuple[list[Any], list[str]]:
+            replaced.clear()
+            where = {m.id: i for i, m in enumerate(stored)}
+            missing = sorted(set(changes) - set(where))
+            if missing:
+                raise InvalidInputError(
+                    "edits", missing[:5], f"ids of messages of thread {thread!r} in scope {scope!r}"
+                )
+            if not changes:
+                return extra, []
+            tail = stored[min(where[i] for i in changes) :]
+            out: list[Any] = []
+            for m in tail:
+                if m.id in changes:
+                    new = {**_fields(m), **changes[m.id]}
+                    replaced[str(new["id"])] = (str(m.id), m)
+                    out.append(new)
+                else:
+                    out.append(m)
+            normalise_messages(out, now, limits)
+            return [*out, *extra], [str(m.id) for m in tail]
+
+        return self._edit_thread(scope, thread, plan, replaced)  # type: ignore[return-value]  # never None
 
     def set_thread(
         self: Any,

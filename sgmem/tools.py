@@ -212,11 +212,13 @@ class MemoryTools:
         if thread is not None:
             thread = check_name(thread, "thread", limits)
         if (ids is None) == (thread is None) or ids == []:
+            given = "both message_ids and thread" if ids is not None and thread is not None else "neither"
             raise InvalidInputError(
                 "forget",
                 {"message_ids": message_ids, "thread": thread},
-                "either message_ids (a non-empty list of ids from recall) or one thread name, not both",
-                "Call recall first to find the ids of the memories to forget.",
+                f"exactly one of message_ids (a non-empty list of ids from recall) or thread (one thread name); "
+                f"got {given if ids != [] else 'an empty message_ids'}",
+                "Call recall first to find the ids of the memories to forget, or list_threads for the threads.",
             )
         if ids is not None:
             found = {m.id for m in self.memory.get(scope=scope, message_ids=ids)}

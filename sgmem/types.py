@@ -11,6 +11,7 @@ __all__ = [
     "DeleteReceipt",
     "Hit",
     "MemoryVersion",
+    "MessageVersion",
     "Message",
     "RecallTrace",
     "ScopeStats",
@@ -76,7 +77,9 @@ class Hit:
         thread: the thread of the (first) source message.
         at: time of the (first) source message.
         why: how it was found — the mode, the channel scores, the seed sentence
-            and hop count for graph expansion, matched words for lexical hits.
+            and hop count for graph expansion, matched words for lexical hits;
+            ``"broad": True`` on a hit kept below the relevance cutoff because
+            the question is a broad one about the user (:mod:`sgmem.retrieval.broad`).
         speaker: speaker name or role of the (first) source message.
         memory_id: the id of a generated memory (``"fact:12"``), for
             :meth:`sgmem.Memory.history`; ``None`` for raw turns and chunks.
@@ -210,6 +213,31 @@ class MemoryVersion:
     recorded_at: datetime
     message_ids: tuple[str, ...]
     detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MessageVersion:
+    """One text of a stored message, as :meth:`sgmem.Memory.versions` returns it.
+
+    Attributes:
+        message_id: the message's id now.
+        version: 1 for the first text, then one more per edit; the highest is the current text.
+        id: the id the message had with this text (``sgmem ingest`` gives an edited message the id of its
+            new text; an edit through :meth:`sgmem.Memory.edit` keeps the id unless it names another).
+        role, content, name, metadata: the message as it was.
+        at: when it was said.
+        replaced_at: when an edit replaced this text; ``None`` for the current one.
+    """
+
+    message_id: str
+    version: int
+    id: str
+    role: str
+    content: str
+    name: str | None
+    at: datetime
+    metadata: dict[str, Any] = field(default_factory=dict)
+    replaced_at: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -31,11 +31,12 @@ from .entities.write import plan_entities
 from .errors import InvalidInputError, SgmemError
 from .ingest import embed_texts, knn_edges, prepare, turn_vectors
 from .pyramid.retrieve import ensure_keywords, plan_add
-from .pyramid.vocabulary import apply_plan, prune
+from .pyramid.vocabulary import apply_plan, lookup_ahead, prune
 from .retrieval.ann import ensure_ann, in_background
 from .retrieval.dense import scan_threads
 from .retrieval.index import ScopeIndex, discard_cache, load_scope_index
 from .retrieval.knn import KnnUpdate, knn_update, list_owners, repair_lists
+from .store import versions
 from .store.sqlite import SQLiteStore
 from .text.acts import stored_acts
 from .types import AddResult, DeleteReceipt
@@ -184,6 +185,8 @@ def plan_prepared(
     with mem._lock:  # the connection is shared: no read may interleave with another thread's write
         mem._check_open()
         sid_known = mem._store.scope_id(p.scope)
+        if sid_known:  # the scope's index checked now: PostgreSQL read its generation with its id (no round trip)
+            mem._index(sid_known)
         known = mem._store.vectors_by_hash(sid_known, missing) if sid_known and missing else {}
     known.update((s.embed_hash, vectors[s.embed_hash]) for s in prep.sentences if s.embed_hash in vectors)
     vecs, n_embedded = embed_texts(
@@ -199,7 +202,8 @@ def plan_prepared(
         for sent, act in zip(prep.sentences, acts.tolist(), strict=True):
             sent.act = act
     with mem._lock:  # keywords are planned against the scope's vocabulary, outside the transaction
-        kw_idx = mem._index(sid_known) if sid_known else None
+        # the index checked above (an add of another thread of this Memory may have replaced it since: that one)
+        kw_idx = (mem._indexes.get(sid_known) or mem._index(sid_known)) if sid_known else None
         if kw_idx is not None:
             ann = ensure_ann(kw_idx, mem.config.graph)  # a first (re)build happens here, outside the write lock
             p.knn = _start_knn(mem, kw_idx, ann, p.sent_vecs)
@@ -276,7 +280,7 @@ def _plan_entities(mem: Any, sid_known: int | None, prep: Any, exclude_rows: fro
         mem._types,
         cfg,
         mem.llm if cfg.llm else None,
-        mem._stored_texts,
+        lambda ids: mem._stored_texts(sid_known, ids),
     )
 
 
@@ -362,18 +366,31 @@ def _apply_rows(
 ) -> AppliedAdd:
     store: SQLiteStore = mem._store
     prep = p.prep
+    # the reads the add needs go out together (PostgreSQL: one round trip with the thread's tail below, the
+    # new rows' ids drawn ahead so that no INSERT waits for its id; SQLite reads each at once)
+    d_plan = p.d_plan
+    store.reserve_ids(
+        {
+            "messages": len(prep.messages),
+            "sentences": len(prep.sentences),
+            "vocabulary": len(p.kw_plan.new),
+            "derived": _new_memories(d_plan, prep),
+        }
+    )
+    found = lookup_ahead(conn, scope_id, p.kw_plan)
+    version = mem._derived.version_ahead(conn, scope_id, d_plan)
     msg_ids, rounds, turn_edges = place_messages(store, scope_id, p.thread, prep.messages)
     sent_ids = store.insert_sentences(scope_id, [(msg_ids[s.msg], s) for s in prep.sentences])
     # what needs no kNN edges goes first: the background search has that long to finish (tables are
     # independent, so the rows and ids are the same in any order)
-    kw_applied = apply_plan(conn, scope_id, msg_ids, p.kw_plan, store.consecutive_ids)
+    kw_applied = apply_plan(conn, scope_id, msg_ids, p.kw_plan, store.consecutive_ids, found)
     e = p.ent_plan
     ent_applied = (
         apply_entities(conn, scope_id, e.new_entities, e.mentions, msg_ids, e.profiles, e.relations)
         if e is not None
         else None
     )
-    d_applied = mem._derived.apply(conn, scope_id, p.thread, prep, msg_ids, p.d_plan, p.kw_plan)
+    d_applied = mem._derived.apply(conn, scope_id, p.thread, prep, msg_ids, d_plan, p.kw_plan, version)
     if isinstance(pairs, Future):
         pairs = pairs.result()
     upd = pairs if isinstance(pairs, KnnUpdate) else None
@@ -384,7 +401,10 @@ def _apply_rows(
         sedges += [(idx.sent_ids[r], sent_ids[i], w) for r, i, w in upd.back]
         evicted = [(idx.sent_ids[r], idx.sent_ids[t]) for r, t in upd.evicted]
         if evicted:
-            conn.executemany("DELETE FROM sentence_edges WHERE src = ? AND dst = ?", evicted)
+            conn.executemany(
+                "DELETE FROM sentence_edges WHERE scope_id = ? AND src = ? AND dst = ?",
+                [(scope_id, a, b) for a, b in evicted],
+            )
     n_edges = store.insert_sentence_edges(scope_id, sedges) + store.insert_turn_edges(scope_id, turn_edges)
     gen_after = store.bump_generation(scope_id)
     return AppliedAdd(
@@ -406,6 +426,14 @@ def _apply_rows(
         extra={"evicted": evicted},
         linking=linking,
     )
+
+
+def _new_memories(d_plan: Any, prep: Any) -> int:
+    """Generated memories an add may insert: its facts routed Add, a summary per session it touches."""
+    if d_plan is None:
+        return 0
+    adds = sum(1 for op in getattr(d_plan, "ops", None) or () if op.action == "add")
+    return adds + len({m.session for m in prep.messages}) + len(getattr(d_plan, "summaries", None) or ())
 
 
 def commit_add(mem: Any, p: PreparedAdd) -> AddResult:
@@ -515,13 +543,17 @@ def replace_messages(
     at: datetime | str | None,
     *,
     expect_rows: tuple[int, ...] | None = None,
+    replaced: dict[str, tuple[str, Any]] | None = None,
 ) -> AddResult:
     """The body of :meth:`sgmem.Memory.replace`: the delete and the add in one transaction.
 
     ``expect_rows``: the thread's message row ids (sorted) the caller planned
     on; checked under the scope's write lock inside the transaction, and
     :class:`ThreadChanged` raised (nothing written) if the thread moved on
-    (:mod:`sgmem.threads`' compare-and-swap).
+    (:mod:`sgmem.threads`' compare-and-swap). A deleted message that is
+    added again (same id) keeps its earlier versions; ``replaced`` maps an
+    edited message's new id to ``(old id, the stored Message it replaces)``,
+    whose text becomes its newest earlier version (:mod:`sgmem.store.versions`).
     """
     mem._check_open()
     limits = mem.config.limits
@@ -544,12 +576,17 @@ def replace_messages(
                         raise ThreadChanged(f"thread {thread!r} changed since it was read")
                 if scope_id is None:  # nothing to delete, nothing to add
                     return finish_add(mem, p, None, DeleteReceipt())
+                carried = versions.carry(conn, scope_id, mem._store.message_rows(scope_id, del_thread, ids))
                 counts = delete_step(
                     mem._store, mem._derived, mem._cache_dir, scope_id, del_thread, ids, mem.config.graph
                 )
                 if counts["messages"] and p.d_plan is not None:
                     p.d_plan.base_version = -1  # route the facts again against what the delete left
                 applied = apply_add(mem, conn, p, scope_id) if p.msgs else None
+                if applied is not None and (carried or replaced):
+                    when = versions.now()
+                    texts = {new: (old, versions.VersionRow.of(m, when)) for new, (old, m) in (replaced or {}).items()}
+                    versions.restore(conn, scope_id, list(zip(p.ext_ids, applied.msg_ids, strict=True)), carried, texts)
                 tidy_scope(mem._store, scope_id, bool(counts["messages"]))
         except BaseException:
             if applied is not None:  # the tidy or the commit failed
@@ -578,13 +615,10 @@ def place_messages(
     Returns the new message row ids, each message's round id, and the
     chronological turn edges (previous turn → this turn) to insert.
     """
-    last = store.last_in_thread(scope_id, thread)
+    last, session_counts = store.thread_tail(scope_id, thread, [m.session for m in messages])
     prev_id, prev_session, open_round = (last[0], last[2], last[3]) if last else (None, None, None)
-    session_counts: dict[str, int] = {}
     rows: list[tuple[Any, int, int]] = []  # (message, round ref, turn index): see SQLiteStore.insert_messages
     for i, m in enumerate(messages):
-        if m.session not in session_counts:
-            session_counts[m.session] = store.session_size(scope_id, m.session)
         if m.session != prev_session:
             open_round = None
         ref = -i - 1 if (m.role == "user" or open_round is None) else open_round
@@ -710,9 +744,12 @@ def _knn_owners(store: SQLiteStore, scope_id: int, thread: str | None, ids: list
         chunk = msgs[i : i + 500]
         marks = ",".join("?" * len(chunk))
         dead += [
-            int(r[0]) for r in store.conn.execute(f"SELECT id FROM sentences WHERE message_id IN ({marks})", chunk)
+            int(r[0])
+            for r in store.conn.execute(
+                f"SELECT id FROM sentences WHERE scope_id = ? AND message_id IN ({marks})", (scope_id, *chunk)
+            )
         ]
-    return list_owners(store.conn, dead)
+    return list_owners(store.conn, scope_id, dead)
 
 
 def delete_rows(

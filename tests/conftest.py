@@ -21,6 +21,39 @@ def embedder() -> sgmem.Embedder:
     return default_embedder()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _record_pg_statements() -> Iterator[None]:
+    """``SGMEM_TEST_PG_STATEMENTS=FILE``: every statement sgmem's PostgreSQL store runs through its connection
+    wrapper (``PgConn``: all but the schema's set-up) goes to FILE, one JSON string a line, as sgmem wrote it
+    (``python -m tests.shardable FILE`` translates each and checks that it names one scope, and tells sgmem's own
+    statements from those a test ran through the store's connection)."""
+    path = os.environ.get("SGMEM_TEST_PG_STATEMENTS")
+    if not path:
+        yield
+        return
+    import json
+
+    from sgmem.store import pgsql
+
+    execute, executemany = pgsql.PgConn._execute, pgsql.PgConn.executemany
+    out = open(path, "a", encoding="utf-8")  # noqa: SIM115 - open for the whole session
+
+    def record(self, sql, parameters=()):  # type: ignore[no-untyped-def]
+        out.write(json.dumps(sql) + "\n")
+        return execute(self, sql, parameters)
+
+    def record_many(self, sql, seq):  # type: ignore[no-untyped-def]
+        out.write(json.dumps(sql) + "\n")
+        return executemany(self, sql, seq)
+
+    pgsql.PgConn._execute, pgsql.PgConn.executemany = record, record_many  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        pgsql.PgConn._execute, pgsql.PgConn.executemany = execute, executemany  # type: ignore[method-assign]
+        out.close()
+
+
 #: The tests of other behaviour (filters, k, budgets, modes) search for things a store may not hold; the
 #: relevance cutoff (tested with its default in test_relevance.py and the adapters' first-hour tests) is off here.
 NO_CUTOFF = sgmem.Config(min_relevance=0.0)

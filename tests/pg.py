@@ -50,6 +50,18 @@ def with_schema(url: str, schema: str) -> str:
     return f"{url}{'&' if '?' in url else '?'}options={opt}"
 
 
+#: ``SGMEM_TEST_PG_PARTITIONS=N``: every fresh schema gets sgmem's tables partitioned by hash of the scope into N
+#: partitions each (sgmem.store.partition), so the PostgreSQL tests run against a partitioned store
+PARTITIONS_ENV = "SGMEM_TEST_PG_PARTITIONS"
+
+#: a test that makes the store's tables itself (partitions them, builds an older schema, or has another role create
+#: them) needs the empty schema a fresh one is: it is skipped when the fresh schemas come partitioned
+makes_its_own_tables = pytest.mark.skipif(
+    bool(os.environ.get(PARTITIONS_ENV)),
+    reason=f"{PARTITIONS_ENV}: every fresh schema comes with sgmem's tables, partitioned; this test makes them itself",
+)
+
+
 @contextlib.contextmanager
 def schema_on(url: str) -> Iterator[str]:
     """A fresh schema on the server at ``url``; the URL that uses it; dropped afterwards."""
@@ -59,6 +71,11 @@ def schema_on(url: str) -> Iterator[str]:
     with psycopg.connect(url, autocommit=True) as admin:
         admin.execute(f'CREATE SCHEMA "{name}"')
     try:
+        partitions = int(os.environ.get(PARTITIONS_ENV, "0") or 0)
+        if partitions:
+            from sgmem.store.partition import partition_by_scope
+
+            partition_by_scope(with_schema(url, name), partitions=partitions)
         yield with_schema(url, name)
     finally:
         with contextlib.suppress(Exception), psycopg.connect(url, autocommit=True) as admin:

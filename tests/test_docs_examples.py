@@ -9,10 +9,12 @@ How the examples are run (the conventions a docs writer follows):
   loads once for the whole file.
 - A line ending in ``# your model here`` is the user's choice of LLM (it needs a
   provider package and an API key). The test drops every such line and binds
-  the variable the last one assigns to an offline fake: for a LangChain block,
-  :class:`RecordingChatModel` (LangChain's ``GenericFakeChatModel``, recording
-  what it is sent); for a LlamaIndex block, ``MockLLMWithChatMemoryOfLastCall``
-  (``MockFunctionCallingLLMWithChatMemoryOfLastCall`` for agents).
+  the variable the last one assigns to the offline fake docs/README.md names
+  ("Running the examples without an API key", whose block defines them): for a
+  LangChain block its ``FakeToolChatModel`` (a ``GenericFakeChatModel`` that
+  accepts tools), recording what it is sent; for a LlamaIndex block ``MockLLM``
+  (``MockFunctionCallingLLM`` for agents), as LlamaIndex's subclasses that keep
+  the messages of their last call.
 - A line ending in ``# your database here`` assigns a PostgreSQL URL: the test
   points it at a fresh schema on ``SGMEM_TEST_PG_URL`` (the block skips without a
   server, and fails in CI, as every PostgreSQL test does; see tests/pg.py).
@@ -32,7 +34,9 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
+import functools
 import io
+import itertools
 import json
 import os
 import re
@@ -144,37 +148,50 @@ def test_the_readme_test_command_is_the_one_ci_runs() -> None:
 # --------------------------------------------------------------------------- fakes
 
 
+@functools.lru_cache(maxsize=1)
+def _documented_fakes() -> dict[str, Any]:
+    """The fakes docs/README.md tells a reader to use ("Running the examples without an API key"), from its block."""
+    block = next(b for b in _blocks(ROOT / "docs" / "README.md") if "class FakeToolChatModel" in b.code)
+    namespace: dict[str, Any] = {"__name__": "docs_fakes"}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(block.code, block.id, "exec"), namespace)  # noqa: S102 - the docs' own example
+    return namespace
+
+
 def _langchain_fake() -> Any:
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-    from langchain_core.messages import AIMessage, BaseMessage
+    """The documented ``FakeToolChatModel``, recording every input (``calls``)."""
+    from langchain_core.messages import BaseMessage
     from pydantic import Field
 
-    class RecordingChatModel(GenericFakeChatModel):
-        """Answers "Noted." and records every input (``calls``); accepts tools."""
+    documented = _documented_fakes()["FakeToolChatModel"]
 
-        messages: Any = None
+    class RecordingChatModel(documented):  # type: ignore[misc, valid-type]
         calls: list[list[BaseMessage]] = Field(default_factory=list)
 
         def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
             self.calls.append(list(messages))
-            self.messages = iter([AIMessage(content="Noted.")])
             return super()._generate(messages, stop=stop, run_manager=run_manager, **kw)
 
-        def bind_tools(self, tools: Any, **kwargs: Any) -> RecordingChatModel:
-            return self
-
-    return RecordingChatModel()
+    return RecordingChatModel(messages=itertools.repeat("Noted."))
 
 
 def _llama_index_fake(code: str) -> Any:
+    """The documented LlamaIndex fake (``MockFunctionCallingLLM`` for an agent, else ``MockLLM(max_tokens=8)``),
+    as LlamaIndex's own subclass that keeps the messages of its last call."""
+    from llama_index.core.llms import MockLLM
     from llama_index.core.llms.mock import (
+        MockFunctionCallingLLM,
         MockFunctionCallingLLMWithChatMemoryOfLastCall,
         MockLLMWithChatMemoryOfLastCall,
     )
 
+    fakes = _documented_fakes()
+    assert type(fakes["agent_llm"]) is MockFunctionCallingLLM and type(fakes["llm"]) is MockLLM
+    assert issubclass(MockFunctionCallingLLMWithChatMemoryOfLastCall, MockFunctionCallingLLM)
+    assert issubclass(MockLLMWithChatMemoryOfLastCall, MockLLM)
     if re.search(r"FunctionAgent|ReActAgent|AgentWorkflow", code):
         return MockFunctionCallingLLMWithChatMemoryOfLastCall()
-    return MockLLMWithChatMemoryOfLastCall(max_tokens=8, is_chat_model=True)
+    return MockLLMWithChatMemoryOfLastCall(max_tokens=fakes["llm"].max_tokens)
 
 
 def _fake_model(code: str) -> Any:
@@ -288,6 +305,17 @@ def _langchain_tools_store_and_recall(ns: dict[str, Any], out: str) -> None:
     assert "vegetarian" in out.splitlines()[-1], out
 
 
+@_check("docs/tools-and-mcp.md", "agent = FunctionAgent(tools=spec.to_tool_list()")
+def _llama_index_agent_calls_the_tools(ns: dict[str, Any], out: str) -> None:
+    assert "Tool calls complete." in out, "the LlamaIndex agent did not call sgmem's tools"
+    assert "list_threads" in {t.metadata.name for t in ns["spec"].to_tool_list()}
+
+
+@_check("docs/tools-and-mcp.md", "agent = create_agent(model, tools=tools)")
+def _langchain_agent_runs_with_the_tools_bound(ns: dict[str, Any], out: str) -> None:
+    assert ns["model"].calls, "the LangChain agent never called its model"
+
+
 @_check("docs/frameworks.md", "SGMemMemoryBlock(memory=mem")
 def _llama_index_block_recalls(ns: dict[str, Any], out: str) -> None:
     system = "\n".join(m.content or "" for m in ns["llm"].last_chat_messages if m.role.value == "system")
@@ -310,6 +338,30 @@ def test_python_example_runs(block: Block, tmp_path: Path, request: pytest.Fixtu
             for value in list(namespace.values()):
                 if isinstance(value, sgmem.Memory):
                     value.close()
+
+
+def test_the_documented_fakes_run_agents_with_tools(tmp_path: Path) -> None:
+    """The friction: the fakes a reader reached for (``GenericFakeChatModel``, ``MockLLM``) refuse tools; the ones
+    docs/README.md names run a LangChain agent and a LlamaIndex agent with sgmem's tools."""
+    import asyncio
+
+    from langchain.agents import create_agent
+    from llama_index.core.agent.workflow import FunctionAgent
+
+    from langchain_sgmem import create_memory_tools
+    from llama_index_sgmem import SGMemToolSpec
+
+    fakes = _documented_fakes()
+    with sgmem.Memory(tmp_path / "memory") as mem:
+        agent = create_agent(fakes["model"], tools=create_memory_tools(mem, scope="alice"))
+        out = agent.invoke({"messages": [{"role": "user", "content": "Remember that I'm vegetarian."}]})
+        assert out["messages"][-1].content == "Noted."
+        spec = SGMemToolSpec(mem, scope="alice")
+
+        async def run() -> Any:
+            return await FunctionAgent(tools=spec.to_tool_list(), llm=fakes["agent_llm"]).run("Hi")
+
+        assert "Tool calls complete." in str(asyncio.run(run()))
 
 
 def test_every_check_finds_its_block() -> None:

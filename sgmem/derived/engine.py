@@ -41,15 +41,17 @@ from ..gate.threshold import ADD, NOOP, UPDATE
 from ..llm import LLMUsage
 from ..retrieval.dense import scan_threads
 from ..retrieval.server import gate_nearest
+from ..store.batch import ahead
 from ..store.sqlite import SQLiteStore
 from ..types import Hit, MemoryVersion
 from . import store as sql
 from .context import DerivedItem
 from .extract import Candidate, llm_fact_candidates, llm_insights, llm_summary, rule_fact_candidates
-from .index import ScopeCache, load_cache, load_summaries, load_tables
+from .index import ScopeCache, load_cache, load_tables
 from .merge import llm_merge, rule_merge
 from .reads import after_delete, before_delete, context_items, derived_hits, history, parse_memory_id
 from .sessions import (
+    REMOVED,
     replace_cluster_insights,
     replace_session_insights,
     session_facts,
@@ -110,6 +112,8 @@ class Applied:
     summaries: int = 0
     insights: int = 0
     summary_keys: list[tuple[str, str]] = field(default_factory=list)  # (thread, session) of changed summaries
+    summary_rows: list[tuple[int, float, str, np.ndarray]] = field(default_factory=list)  # theirs, as stored
+    summaries_removed: bool = False  # a summary was deleted: the cache's summaries are reloaded
     counts: dict[str, int] = field(default_factory=lambda: {ADD: 0, UPDATE: 0, NOOP: 0})
 
 
@@ -195,14 +199,16 @@ class DerivedEngine:
                 cands = rule_fact_candidates(prep, self.dcfg)
         plan = Plan(scope_id, c.version, c.state, cands, usage=usage, embedded=embedded)
         with single_thread_blas():
-            self._route(plan, prep, self._texts_outside)
+            self._route(plan, prep, lambda ids: self._texts_outside(scope_id, ids))
         self._plan_sessions(plan, scope_id, thread, prep, exclude)
         plan.ms = (time.perf_counter() - t0) * 1e3
         return plan
 
-    def _texts_outside(self, ids: list[int]) -> dict[int, str]:
+    def _texts_outside(self, scope_id: int | None, ids: list[int]) -> dict[int, str]:
+        if scope_id is None:  # a new scope holds no memory to merge into
+            return {}
         with self.store.read() as conn:
-            return sql.texts_of(conn, ids)
+            return sql.texts_of(conn, scope_id, ids)
 
     def _route(self, plan: Plan, prep: Any, texts: Callable[[list[int]], dict[int, str]]) -> None:
         """Route the plan's candidates through the gate, message by message (§2.5)."""
@@ -308,7 +314,7 @@ class DerivedEngine:
                 s: [
                     (at, text)
                     for fid, at, text in session_facts(conn, scope_id, thread, s)
-                    if not (exclude and set(sql.origin_sources(conn, fid)) & exclude)
+                    if not (exclude and set(sql.origin_sources(conn, scope_id, fid)) & exclude)
                 ]
                 if scope_id is not None
                 else []
@@ -343,11 +349,13 @@ class DerivedEngine:
         msg_ids: Sequence[int],
         plan: Plan | None,
         other: Any = None,
+        version_ahead: Callable[[], list[Any]] | None = None,
     ) -> Applied | None:
         """Store the plan inside the add's transaction (re-routing if the scope moved on).
 
         ``other`` is another write-path plan whose ``usage`` (LLM calls of the
-        keyword pyramid) is added to the scope's LLM totals.
+        keyword pyramid) is added to the scope's LLM totals. ``version_ahead``:
+        the scope's state version, sent ahead (:meth:`version_ahead`).
         """
         extra = _foreign_usage(other)
         if plan is None:
@@ -356,13 +364,17 @@ class DerivedEngine:
             return None
         t0 = time.perf_counter()
         plan.usage.merge(extra)
-        version = sql.state_version(conn, scope_id)
+        if version_ahead is not None:
+            rows = version_ahead()
+            version = int(rows[0][0]) if rows else 0
+        else:
+            version = sql.state_version(conn, scope_id)
         if version != plan.base_version or plan.view is None:
             fresh = load_cache(conn, scope_id, self.dim, self.gate)
             fresh.state.nearest = gate_nearest(self.store, scope_id, fresh.state)
             plan.state, plan.base_version = fresh.state, version
             with single_thread_blas():
-                self._route(plan, prep, lambda ids: sql.texts_of(conn, ids))
+                self._route(plan, prep, lambda ids: sql.texts_of(conn, scope_id, ids))
         view = plan.view
         assert view is not None
         out = Applied(scope_id, version + 1, plan)
@@ -406,17 +418,25 @@ class DerivedEngine:
                     supports.extend((mid, m) for m in src)
                 else:
                     assert op.text is not None and op.vec is not None
-                    sql.update_memory(
-                        conn, mid, op.text, op.vec, cand.at, op.cause, src, {**detail, "candidate": cand.text}, ts=ts
+                    updated = sql.update_memory(
+                        conn,
+                        scope_id,
+                        mid,
+                        op.text,
+                        op.vec,
+                        cand.at,
+                        op.cause,
+                        src,
+                        {**detail, "candidate": cand.text},
+                        ts=ts,
                     )
-                    at_ts = conn.execute("SELECT at_ts, thread FROM derived WHERE id = ?", (mid,)).fetchone()
-                    out.fact_meta[mid] = (float(at_ts[0]), at_ts[1])
+                    out.fact_meta[mid] = (updated.at_ts, updated.thread)
             else:
                 mid = row_id(op.row)
                 supports.extend((mid, m) for m in src)
             out.counts[op.action] += 1
             decisions.append(sql.decision_row(scope_id, op.step, op.decision, mid, cand.text, src, ts))
-        sql.add_supports(conn, supports)
+        sql.add_supports(conn, scope_id, supports)
         sql.log_decisions(conn, decisions)
         centroids: Any = None
         if self.gate.index_due(plan.state, view.n):
@@ -455,6 +475,12 @@ class DerivedEngine:
             "llm_fallbacks": usage.fallbacks,
         }
 
+    def version_ahead(self, conn: Any, scope_id: int, plan: Plan | None) -> Callable[[], list[Any]] | None:
+        """Send the read of the scope's state version that :meth:`apply` starts with (:func:`sgmem.store.batch.ahead`)."""
+        if plan is None:
+            return None
+        return ahead(conn, "SELECT version FROM gate_state WHERE scope_id = ?", (scope_id,))
+
     def _apply_sessions(self, conn: Any, scope_id: int, thread: str, prep: Any, plan: Plan, out: Applied) -> None:
         sessions = list(dict.fromkeys(m.session for m in prep.messages))
         for key in plan.summaries:
@@ -462,11 +488,23 @@ class DerivedEngine:
                 sessions.append(key[1])
         if self.dcfg.summaries:
             for s in sessions:
-                if upsert_summary(
-                    conn, scope_id, thread, s, self.dcfg.summary_sentences, plan.summaries.get((thread, s))
-                ):
+                row = upsert_summary(
+                    conn,
+                    scope_id,
+                    thread,
+                    s,
+                    self.dcfg.summary_sentences,
+                    plan.summaries.get((thread, s)),
+                    roles=self.dcfg.fact_roles,
+                    min_tokens=self.dcfg.fact_min_tokens,
+                )
+                if row is not None:
                     out.summaries += 1
                     out.summary_keys.append((thread, s))
+                    if row == REMOVED:  # a rule summary left with no fact sentence: gone
+                        out.summaries_removed = True
+                    else:
+                        out.summary_rows.append(row)
         for (th, s), items in plan.insights.items():
             out.insights += replace_session_insights(conn, scope_id, th, s, items)
         if self.dcfg.insights == "cluster" and plan.view is not None:
@@ -497,10 +535,15 @@ class DerivedEngine:
             if self._caches.get(scope_id) is None:
                 fresh = load_tables(conn, scope_id, self.dim, ("fact", "summary", "insight"))
             else:
-                # only what this add changed: reloading every summary cost O(sessions) per add
-                changed = load_summaries(conn, scope_id, self.dim, applied.summary_keys)
-                if applied.insights:  # replaced as a set (a session's, or every cluster's): reloaded
-                    fresh = load_tables(conn, scope_id, self.dim, ("insight",))
+                # only what this add changed (reloading every summary cost O(sessions) per add), as the
+                # transaction stored it: nothing to read back
+                changed = sorted(applied.summary_rows, key=lambda r: r[0])
+                # insights are replaced as a set (a session's, or every cluster's); summaries once one went
+                kinds = ("insight",) * bool(applied.insights) + ("summary",) * applied.summaries_removed
+                if kinds:
+                    fresh = load_tables(conn, scope_id, self.dim, kinds)
+                if "summary" in fresh:
+                    changed = []
         with self._lock:
             cached = self._caches.get(scope_id)
             if (cached is not None and cached.state is not plan.state) or (cached is None and "fact" not in fresh):
@@ -549,7 +592,7 @@ class DerivedEngine:
         with self._lock:  # the cache's arrays grow under this lock
             cands = {kind: _at_least(c.search(kind, q, threads, since, until), min_cos) for kind in kinds}
         with self.store.read() as conn:
-            return derived_hits(cands, conn, k, set(exclude) if exclude else None)
+            return derived_hits(cands, conn, k, set(exclude) if exclude else None, scope_id)
 
     def context_items(
         self, scope_id: int, q: np.ndarray, exclude: Sequence[str] | None, min_cos: float = 0.0
@@ -562,7 +605,7 @@ class DerivedEngine:
         with self._lock:
             cands = {kind: _at_least(c.search(kind, q, None, None, None), min_cos) for kind in kinds}
         with self.store.read() as conn:
-            return context_items(cands, conn, self.dcfg.context_k, set(exclude) if exclude else None)
+            return context_items(cands, conn, self.dcfg.context_k, set(exclude) if exclude else None, scope_id)
 
     def history(self, scope_id: int, memory_id: Any) -> list[MemoryVersion] | None:
         """Every version of a generated memory of the scope (None if it is not there)."""
@@ -606,7 +649,15 @@ class DerivedEngine:
     def after_delete(self, conn: Any, scope_id: int, pending: Any) -> dict[str, int]:
         """Apply the delete policy of :mod:`sgmem.derived.reads`; receipt counts."""
         deleted, affected = pending
-        removed, revised, facts_changed = after_delete(conn, scope_id, deleted, affected, self.dcfg.summary_sentences)
+        removed, revised, facts_changed = after_delete(
+            conn,
+            scope_id,
+            deleted,
+            affected,
+            self.dcfg.summary_sentences,
+            self.dcfg.fact_roles,
+            self.dcfg.fact_min_tokens,
+        )
         if deleted and conn.execute("SELECT 1 FROM gate_state WHERE scope_id = ?", (scope_id,)).fetchone():
             version = sql.state_version(conn, scope_id) + 1
             if facts_changed:

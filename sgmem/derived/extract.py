@@ -4,14 +4,20 @@ Each generator has an LLM path (SGMem's prompts, ALGORITHMS §1.5) and an
 LLM-free rule (§1.6); the LLM path falls back to the rule, counted, whenever
 the model's output is unusable.
 
-- Facts (LLM-free): every sentence of 4+ word tokens from a turn of the
-  configured roles; its text is exactly the speaker-prefixed sentence the core
-  already embedded, so its vector is reused, never recomputed.
+- Facts (LLM-free): every statement of 4+ word tokens from a turn of the
+  configured roles with two content words or more (the user's own fact
+  sentences: a question, a non-answer, filler, a bare answer fragment or
+  "Thanks a lot!" is no fact; the dialogue act is the one stored with the
+  sentence, :mod:`sgmem.text.acts`); its text is exactly the
+  speaker-prefixed sentence the core already embedded, so its vector is
+  reused, never recomputed.
 - Facts (LLM): one call per ``fact_batch_messages`` messages; each fact keeps
   the numbers of the messages it came from, or, when the model gives none, is
   attributed to the message holding its most similar sentence.
-- Summaries (LLM-free): the sentences closest to the session's centroid, in
-  their original order; the summary's vector is the normalised mean of theirs.
+- Summaries (LLM-free): of the session's sentences that would be facts (the
+  configured roles' statements), the ones closest to their centroid, in their
+  original order, one speaker label per run of sentences; the summary's vector
+  is the normalised mean of theirs. A session with none gets no summary.
 - Insights (LLM): patterns over a session's timestamped facts. LLM-free:
   none, or (``insights="cluster"``) the medoid fact of every single-linkage
   cluster of facts at cosine ≥ 0.7, stamped with the cluster's newest time.
@@ -29,13 +35,15 @@ import numpy as np
 
 from .. import prompts
 from ..llm import LLMUsage, complete_json, complete_text
-from ..text.lexical import tokenize
+from ..text.acts import STATEMENT, raw_acts
+from ..text.lexical import analyze, tokenize
 from .config import DerivedConfig
 
 __all__ = [
     "Candidate",
     "cluster_insights",
     "extractive_summary",
+    "is_fact_sentence",
     "llm_fact_candidates",
     "llm_insights",
     "llm_summary",
@@ -75,15 +83,30 @@ def _speaker(m: Any) -> str:
     return str(m.name or m.role)
 
 
+#: [D] content terms (words left after the stopwords, :func:`sgmem.text.lexical.analyze`) a sentence needs to be
+#: an LLM-free fact: a fact says something about something ("My sister lives in Porto."); a statement with one
+#: content word ("Thanks a lot for the tips!", "I love it.") says nothing on its own.
+FACT_MIN_TERMS = 2
+
+
+def is_fact_sentence(text: str, act: int | None, min_tokens: int) -> bool:
+    """Whether a sentence of a fact role's turn is a fact for the LLM-free rules: a statement (its stored
+    dialogue act; the word rules' when none is stored) of at least ``min_tokens`` word tokens and
+    :data:`FACT_MIN_TERMS` content terms."""
+    if len(tokenize(text)) < min_tokens or len(set(analyze(text))) < FACT_MIN_TERMS:
+        return False
+    return int(act if act is not None else raw_acts([text])[0]) == STATEMENT
+
+
 def rule_fact_candidates(prep: Any, cfg: DerivedConfig, positions: Sequence[int] | None = None) -> list[Candidate]:
-    """LLM-free candidates (§1.6): the embedded sentences of qualifying turns."""
+    """LLM-free candidates (§1.6, [D] statements only): the embedded statements of qualifying turns."""
     keep = set(positions) if positions is not None else None
     out: list[Candidate] = []
     for s, text in zip(prep.sentences, prep.sentence_texts, strict=True):
         m = prep.messages[s.msg]
         if m.role not in cfg.fact_roles or (keep is not None and s.msg not in keep):
             continue
-        if len(tokenize(s.text)) < cfg.fact_min_tokens:
+        if not is_fact_sentence(s.text, getattr(s, "act", None), cfg.fact_min_tokens):
             continue
         out.append(Candidate(text, s.vec, s.msg, [s.msg], m.at, m.session, _speaker(m), "rule"))
     return out

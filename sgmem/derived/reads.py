@@ -22,6 +22,7 @@ memory goes with the messages it came from.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -69,7 +70,7 @@ def parse_memory_id(memory_id: Any) -> int:
 
 
 def ranked(
-    cands: list[tuple[int, float]], k: int, exclude: set[str] | None, conn: Any
+    cands: list[tuple[int, float]], k: int, exclude: set[str] | None, conn: Any, scope_id: int
 ) -> list[tuple[int, float, dict[str, Any]]]:
     """Top-``k`` of ranked ``(id, cosine)``: ``(id, cosine, details)``; excluded = all origins excluded."""
     out: list[tuple[int, float, dict[str, Any]]] = []
@@ -77,7 +78,7 @@ def ranked(
     while len(out) < k and i < len(cands):
         chunk = cands[i : i + max(2 * k, 16)]
         i += len(chunk)
-        det = sql.details(conn, [m for m, _ in chunk])
+        det = sql.details(conn, scope_id, [m for m, _ in chunk])
         for mid, cos in chunk:
             d = det.get(mid)
             if d is None:
@@ -90,13 +91,15 @@ def ranked(
     return out
 
 
-def derived_hits(cands: dict[str, list[tuple[int, float]]], conn: Any, k: int, exclude: set[str] | None) -> list[Hit]:
+def derived_hits(
+    cands: dict[str, list[tuple[int, float]]], conn: Any, k: int, exclude: set[str] | None, scope_id: int
+) -> list[Hit]:
     """Top-``k`` of each derived kind in ``cands`` (SGMem §1.3 step 2), as hits."""
     hits: list[Hit] = []
     for kind in KINDS:
         if kind not in cands:
             continue
-        for mid, cos, d in ranked(cands[kind], k, exclude, conn):
+        for mid, cos, d in ranked(cands[kind], k, exclude, conn, scope_id):
             hits.append(
                 Hit(
                     text=d["text"],
@@ -122,14 +125,14 @@ def derived_hits(cands: dict[str, list[tuple[int, float]]], conn: Any, k: int, e
 
 
 def context_items(
-    cands: dict[str, list[tuple[int, float]]], conn: Any, k: int, exclude: set[str] | None
+    cands: dict[str, list[tuple[int, float]]], conn: Any, k: int, exclude: set[str] | None, scope_id: int
 ) -> list[DerivedItem]:
     """Context candidates: the top-K summaries, facts and insights, in that order."""
     items: list[DerivedItem] = []
     for kind in KINDS:
         if kind not in cands:
             continue
-        for mid, _, d in ranked(cands[kind], k, exclude, conn):
+        for mid, _, d in ranked(cands[kind], k, exclude, conn, scope_id):
             label = d["session"] if kind == "summary" else None
             items.append(DerivedItem(mid, kind, d["at"], d["text"], label, tuple(d["origin"])))
     return items
@@ -138,8 +141,8 @@ def context_items(
 def history(conn: Any, scope_id: int, memory_id: int) -> list[MemoryVersion] | None:
     """Every stored version of a memory of this scope, oldest first (None if not in the scope)."""
     row = conn.execute(
-        "SELECT kind, version, text, cause, at, updated_at, detail FROM derived WHERE id = ? AND scope_id = ?",
-        (memory_id, scope_id),
+        "SELECT kind, version, text, cause, at, updated_at, detail FROM derived WHERE scope_id = ? AND id = ?",
+        (scope_id, memory_id),
     ).fetchone()
     if row is None:
         return None
@@ -148,18 +151,23 @@ def history(conn: Any, scope_id: int, memory_id: int) -> list[MemoryVersion] | N
         (int(v[0]), v[1], v[2], v[3], v[4], json.loads(v[5]), v[6])
         for v in conn.execute(
             "SELECT version, text, cause, at, recorded_at, sources, detail FROM derived_versions "
-            "WHERE memory_id = ? ORDER BY version",
-            (memory_id,),
+            "WHERE scope_id = ? AND memory_id = ? ORDER BY version",
+            (scope_id, memory_id),
         )
     ]
-    versions.append((int(row[1]), row[2], row[3], row[4], row[5], sql.origin_sources(conn, memory_id), row[6]))
+    versions.append(
+        (int(row[1]), row[2], row[3], row[4], row[5], sql.origin_sources(conn, scope_id, memory_id), row[6])
+    )
     all_ids = sorted({int(m) for v in versions for m in v[5]})
     ext: dict[int, str] = {}
     for i in range(0, len(all_ids), 500):
         chunk = all_ids[i : i + 500]
         marks = ",".join("?" * len(chunk))
         ext.update(
-            (int(a), b) for a, b in conn.execute(f"SELECT id, ext_id FROM messages WHERE id IN ({marks})", chunk)
+            (int(a), b)
+            for a, b in conn.execute(
+                f"SELECT id, ext_id FROM messages WHERE scope_id = ? AND id IN ({marks})", (scope_id, *chunk)
+            )
         )
     return [
         MemoryVersion(
@@ -188,14 +196,14 @@ def before_delete(conn: Any, scope_id: int, msgs: set[int]) -> tuple[set[int], d
         chunk = msg_ids[i : i + 500]
         marks = ",".join("?" * len(chunk))
         for mid, role in conn.execute(
-            f"SELECT memory_id, role FROM derived_sources WHERE message_id IN ({marks})", chunk
+            f"SELECT memory_id, role FROM derived_sources WHERE scope_id = ? AND message_id IN ({marks})",
+            (scope_id, *chunk),
         ):
             affected[int(mid)] = affected.get(int(mid), False) or role == "origin"
     # superseded versions built from a deleted message must go too, even when the current text is clean
     if msg_ids:
         for mid, sources in conn.execute(
-            "SELECT v.memory_id, v.sources FROM derived_versions v JOIN derived d ON d.id = v.memory_id "
-            "WHERE d.scope_id = ?",
+            "SELECT memory_id, sources FROM derived_versions WHERE scope_id = ?",
             (scope_id,),
         ):
             if set(json.loads(sources)) & msgs:
@@ -204,7 +212,13 @@ def before_delete(conn: Any, scope_id: int, msgs: set[int]) -> tuple[set[int], d
 
 
 def after_delete(
-    conn: Any, scope_id: int, deleted: set[int], affected: dict[int, bool], summary_k: int
+    conn: Any,
+    scope_id: int,
+    deleted: set[int],
+    affected: dict[int, bool],
+    summary_k: int,
+    roles: Sequence[str] = ("user",),
+    min_tokens: int = 4,
 ) -> tuple[int, int, bool]:
     """Apply the delete policy (module docstring); ``(removed, revised, facts changed)``."""
     if not deleted:
@@ -218,33 +232,43 @@ def after_delete(
             conn.execute(f"DELETE FROM {table} WHERE scope_id = ?", (scope_id,))
         return int(removed), 0, True
     for mid, current_tainted in sorted(affected.items()):
-        row = conn.execute("SELECT kind, thread, session FROM derived WHERE id = ?", (mid,)).fetchone()
+        row = conn.execute(
+            "SELECT kind, thread, session FROM derived WHERE scope_id = ? AND id = ?", (scope_id, mid)
+        ).fetchone()
         if row is None:
             continue
         kind, thread, session = row
         old = conn.execute(
-            "SELECT version, text, vec, at, sources FROM derived_versions WHERE memory_id = ? ORDER BY version", (mid,)
+            "SELECT version, text, vec, at, sources FROM derived_versions WHERE scope_id = ? AND memory_id = ? "
+            "ORDER BY version",
+            (scope_id, mid),
         ).fetchall()
         for v in old:  # deleted words never survive in a history
             if set(json.loads(v[4])) & deleted:
-                conn.execute("DELETE FROM derived_versions WHERE memory_id = ? AND version = ?", (mid, v[0]))
+                conn.execute(
+                    "DELETE FROM derived_versions WHERE scope_id = ? AND memory_id = ? AND version = ?",
+                    (scope_id, mid, v[0]),
+                )
         clean = [v for v in old if not set(json.loads(v[4])) & deleted]
         if not current_tainted:
             continue  # only a supporting (skipped) message, or an old version, went
         if kind == "summary":
             if not session_lines(conn, scope_id, thread, session):
-                removed += sql.delete_memories(conn, [mid])
+                removed += sql.delete_memories(conn, scope_id, [mid])
             else:
-                upsert_summary(conn, scope_id, thread, session, summary_k, None, force=True)
+                upsert_summary(
+                    conn, scope_id, thread, session, summary_k, None, force=True, roles=roles, min_tokens=min_tokens
+                )
                 revised += 1
             continue
         facts_changed |= kind == "fact"
         if kind == "insight" or not clean:
-            removed += sql.delete_memories(conn, [mid])
+            removed += sql.delete_memories(conn, scope_id, [mid])
             continue
         keep = clean[-1]  # it stays in the history too: the current text is a "reverted" copy of it
         sql.update_memory(
             conn,
+            scope_id,
             mid,
             keep[1],
             np.frombuffer(keep[2], dtype=np.float32),
@@ -264,5 +288,8 @@ def after_delete(
     ]
     for i in range(0, len(drop), 500):
         chunk = drop[i : i + 500]
-        conn.execute(f"DELETE FROM gate_decisions WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+        conn.execute(
+            f"DELETE FROM gate_decisions WHERE scope_id = ? AND id IN ({','.join('?' * len(chunk))})",
+            (scope_id, *chunk),
+        )
     return int(removed), revised, facts_changed

@@ -16,10 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from .extract import cluster_insights, extractive_summary
+from ..store.batch import ahead
+from .extract import cluster_insights, extractive_summary, is_fact_sentence
 from .store import delete_memories, insert_memory, update_memory
 
-__all__ = ["replace_cluster_insights", "replace_session_insights", "session_lines", "upsert_summary"]
+__all__ = ["REMOVED", "replace_cluster_insights", "replace_session_insights", "session_lines", "upsert_summary"]
+
+#: :func:`upsert_summary`'s answer when it removed the session's rule summary (no fact sentence left in it)
+REMOVED: tuple[()] = ()
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -39,6 +43,16 @@ def session_lines(
             (scope_id, thread, session),
         )
     ]
+
+
+def _labelled(lines: Sequence[tuple[str, str]]) -> str:
+    """``(speaker, sentence)`` pairs as text with one speaker label per run: "Alice: I ... She ... Bob: ..."."""
+    out: list[str] = []
+    last = None
+    for speaker, sentence in lines:
+        out.append(f"{speaker}: {sentence}" if speaker != last else sentence)
+        last = speaker
+    return " ".join(out)
 
 
 def summary_row(
@@ -61,17 +75,50 @@ def upsert_summary(
     k: int,
     llm_text: tuple[str, np.ndarray, int] | None,
     force: bool = False,
-) -> bool:
-    """Write a session's summary (LLM text if given, else extractive); True if it changed.
+    roles: Sequence[str] = ("user",),
+    min_tokens: int = 4,
+) -> tuple[int, float, str, np.ndarray] | tuple[()] | None:
+    """Write a session's summary (LLM text if given, else extractive); if it changed, its row as the derived
+    memory's cache holds it, ``(id, at_ts, thread, vector)``, or :data:`REMOVED` if it went; else None.
 
     An LLM summary is kept until the next LLM summary of its session (the
     extractive rule does not overwrite it, unless ``force``: a delete took
     some of its messages); the extractive one follows the session at every add.
+    The extractive one is made of the session's fact sentences (``roles``' statements of ``min_tokens``+
+    tokens, :func:`sgmem.derived.extract.is_fact_sentence`); a session without any has none (and loses one).
+    Its reads are sent together (one round trip on PostgreSQL, :func:`sgmem.store.batch.ahead`).
     """
-    existing = summary_row(conn, scope_id, thread, session)
-    lines = session_lines(conn, scope_id, thread, session)
+    summary = ahead(
+        conn,
+        "SELECT id, text, method, detail FROM derived WHERE scope_id = ? AND kind = 'summary' AND thread = ? "
+        "AND session = ?",
+        (scope_id, thread, session),
+    )
+    stored = ahead(
+        conn,
+        "SELECT id, name, role, content, at FROM messages WHERE scope_id = ? AND thread = ? AND session = ? "
+        "ORDER BY id",
+        (scope_id, thread, session),
+    )
+    sentences = (
+        ahead(
+            conn,
+            "SELECT s.message_id, s.text, s.vec, COALESCE(m.name, m.role), m.role, s.act FROM sentences s "
+            "JOIN messages m ON m.scope_id = s.scope_id AND m.id = s.message_id "
+            "WHERE m.scope_id = ? AND m.thread = ? AND m.session = ? ORDER BY s.message_id, s.idx",
+            (scope_id, thread, session),
+        )
+        if llm_text is None
+        else None
+    )
+    row = next(iter(summary()), None)
+    existing = (int(row[0]), row[1], row[2], json.loads(row[3])) if row else None
+    lines = [
+        (int(mid), f"{name or role}: {content}", datetime.fromisoformat(at))
+        for mid, name, role, content, at in stored()
+    ]
     if not lines:
-        return False
+        return None
     first_at = lines[0][2]
     if llm_text is not None:
         text, vec, covered = llm_text
@@ -79,36 +126,40 @@ def upsert_summary(
         method, cause, detail = "llm", "summarised-llm", {"covered": covered}
     else:
         if existing is not None and existing[2] == "llm" and not force:
-            return False
-        rows = conn.execute(
-            "SELECT s.message_id, s.text, s.vec, COALESCE(m.name, m.role) FROM sentences s JOIN messages m "
-            "ON m.id = s.message_id WHERE m.scope_id = ? AND m.thread = ? AND m.session = ? "
-            "ORDER BY s.message_id, s.idx",
-            (scope_id, thread, session),
-        ).fetchall()
-        if not rows:
-            return False
+            return None
+        rows = [
+            r[:4]
+            for r in (sentences() if sentences is not None else [])
+            if r[4] in roles and is_fact_sentence(r[1], r[5], min_tokens)
+        ]
+        if not rows:  # nothing worth reading: no summary (a rule summary left from before goes)
+            if existing is not None and (existing[2] != "llm" or force):
+                delete_memories(conn, scope_id, [existing[0]])
+                return REMOVED
+            return None
         # a sentence said twice in a session is one candidate (the first)
         seen: set[str] = set()
         rows = [r for r in rows if not (r[1].strip().lower() in seen or seen.add(r[1].strip().lower()))]  # type: ignore[func-returns-value]
         vecs = np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows])
         pick = extractive_summary(vecs, k)
-        text = " ".join(f"{rows[i][3]}: {rows[i][1]}" for i in pick)
+        text = _labelled([(rows[i][3], rows[i][1]) for i in pick])
         vec = _unit(vecs[pick].astype(np.float64).mean(axis=0))
         sources = sorted({int(rows[i][0]) for i in pick})
         method, cause, detail = "rule", "summarised-rule", {"covered": len(lines)}
+    row = (first_at.timestamp(), thread, np.array(vec, dtype=np.float32))  # as stored (the caller's cache)
     if existing is None:
-        insert_memory(
+        mid = insert_memory(
             conn, scope_id, "summary", text, vec, first_at, thread, session, None, method, sources, cause, detail
         )
-        return True
+        return (mid, *row)
     if existing[1] == text and existing[2] == method:
-        return False
+        return None
     # [D] only an LLM summary is archived when replaced: an extractive one is recomputable, and
     # follows its session at every add (archiving each would grow the store per message); after a
     # delete (force) the replaced text held deleted words and is never archived
     update_memory(
         conn,
+        scope_id,
         existing[0],
         text,
         vec,
@@ -119,8 +170,8 @@ def upsert_summary(
         replace_sources=True,
         archive=existing[2] == "llm" and not force,
     )
-    conn.execute("UPDATE derived SET method = ? WHERE id = ?", (method, existing[0]))
-    return True
+    conn.execute("UPDATE derived SET method = ? WHERE scope_id = ? AND id = ?", (method, scope_id, existing[0]))
+    return (existing[0], *row)
 
 
 def session_facts(
@@ -137,7 +188,7 @@ def session_facts(
     ]
 
 
-def _fact_sources(conn: sqlite3.Connection, fact_ids: Sequence[int]) -> list[int]:
+def _fact_sources(conn: sqlite3.Connection, scope_id: int, fact_ids: Sequence[int]) -> list[int]:
     out: set[int] = set()
     for i in range(0, len(fact_ids), 500):
         chunk = list(fact_ids[i : i + 500])
@@ -145,7 +196,9 @@ def _fact_sources(conn: sqlite3.Connection, fact_ids: Sequence[int]) -> list[int
         out.update(
             int(r[0])
             for r in conn.execute(
-                f"SELECT message_id FROM derived_sources WHERE role = 'origin' AND memory_id IN ({marks})", chunk
+                "SELECT message_id FROM derived_sources WHERE scope_id = ? AND role = 'origin' "
+                f"AND memory_id IN ({marks})",
+                (scope_id, *chunk),
             )
         )
     return sorted(out)
@@ -166,9 +219,9 @@ def replace_session_insights(
             (scope_id, thread, session),
         )
     ]
-    delete_memories(conn, old)
+    delete_memories(conn, scope_id, old)
     facts = session_facts(conn, scope_id, thread, session)
-    sources = _fact_sources(conn, [f[0] for f in facts])
+    sources = _fact_sources(conn, scope_id, [f[0] for f in facts])
     if not sources:
         sources = [mid for mid, _, _ in session_lines(conn, scope_id, thread, session)]
     for at, text, vec in insights:
@@ -186,12 +239,15 @@ def replace_cluster_insights(
             "SELECT id FROM derived WHERE scope_id = ? AND kind = 'insight' AND method = 'rule'", (scope_id,)
         )
     ]
-    delete_memories(conn, old)
+    delete_memories(conn, scope_id, old)
     n = 0
     for members, medoid in cluster_insights(vecs, min_cos, min_size):
         ids = [fact_ids[i] for i in members]
         marks = ",".join("?" * len(ids))
-        rows = conn.execute(f"SELECT id, at, thread, session, text FROM derived WHERE id IN ({marks})", ids).fetchall()
+        rows = conn.execute(
+            f"SELECT id, at, thread, session, text FROM derived WHERE scope_id = ? AND id IN ({marks})",
+            (scope_id, *ids),
+        ).fetchall()
         by_id = {int(r[0]): r for r in rows}
         newest = max(rows, key=lambda r: datetime.fromisoformat(r[1]))
         med = by_id[fact_ids[medoid]]
@@ -206,7 +262,7 @@ def replace_cluster_insights(
             newest[3],
             None,
             "rule",
-            _fact_sources(conn, ids),
+            _fact_sources(conn, scope_id, ids),
             "insight-rule",
             {"facts": ids, "size": len(ids)},
         )

@@ -11,13 +11,14 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..gate.density import Density
 from ..gate.gate import Decision, GateState
 from ..llm import LLMUsage
+from ..store.batch import ahead, drawn_ids
 
 __all__ = [
     "add_support",
@@ -168,9 +169,11 @@ def insert_memory(
     ``ts`` is the write's wall-clock time (one per transaction; default now).
     """
     ts = ts or now_iso()
+    drawn = drawn_ids(conn, "derived", 1)  # PostgreSQL: an id drawn ahead, no round trip for RETURNING
     cur = conn.execute(
         "INSERT INTO derived (scope_id, kind, text, vec, at, at_ts, thread, session, speaker, method, version, "
-        "cause, detail, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
+        f"cause, detail, created_at, updated_at{', id' if drawn else ''}) "
+        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?{', ?' if drawn else ''})",
         (
             scope_id,
             kind,
@@ -186,26 +189,31 @@ def insert_memory(
             json.dumps(detail or {}),
             ts,
             ts,
+            *(drawn or ()),
         ),
     )
-    mid = int(cur.lastrowid)  # type: ignore[arg-type]
+    mid = drawn[0] if drawn else int(cur.lastrowid)  # type: ignore[arg-type]
     conn.executemany(
-        "INSERT OR REPLACE INTO derived_sources (memory_id, message_id, role) VALUES (?, ?, 'origin')",
-        [(mid, s) for s in sorted(set(int(s) for s in sources))],
+        "INSERT OR REPLACE INTO derived_sources (scope_id, memory_id, message_id, role) VALUES (?, ?, ?, 'origin')",
+        [(scope_id, mid, s) for s in sorted(set(int(s) for s in sources))],
     )
     return mid
 
 
-def origin_sources(conn: sqlite3.Connection, mid: int) -> list[int]:
+def origin_sources(conn: sqlite3.Connection, scope_id: int, mid: int) -> list[int]:
     """The messages a memory's current text came from."""
     return sorted(
         int(r[0])
-        for r in conn.execute("SELECT message_id FROM derived_sources WHERE memory_id = ? AND role = 'origin'", (mid,))
+        for r in conn.execute(
+            "SELECT message_id FROM derived_sources WHERE scope_id = ? AND memory_id = ? AND role = 'origin'",
+            (scope_id, mid),
+        )
     )
 
 
 def update_memory(
     conn: sqlite3.Connection,
+    scope_id: int,
     mid: int,
     text: str,
     vec: np.ndarray,
@@ -216,8 +224,8 @@ def update_memory(
     replace_sources: bool = False,
     ts: str | None = None,
     archive: bool = True,
-) -> int:
-    """Give memory ``mid`` a new current version; return its version number.
+) -> Updated:
+    """Give memory ``mid`` a new current version; return it with the memory's time and thread (:class:`Updated`).
 
     With ``archive`` the version it replaces is kept in ``derived_versions``
     (a delete restoring an older version passes ``archive=False``: the text it
@@ -225,16 +233,24 @@ def update_memory(
     ``new_sources`` (or exactly ``new_sources`` with ``replace_sources``);
     ``at`` is when the newest information was said.
     """
-    row = conn.execute(
-        "SELECT version, at, text, vec, cause, updated_at, detail FROM derived WHERE id = ?", (mid,)
-    ).fetchone()
+    rows = ahead(  # both reads go together (one round trip to a PostgreSQL server)
+        conn,
+        "SELECT version, at, text, vec, cause, updated_at, detail, thread FROM derived WHERE scope_id = ? AND id = ?",
+        (scope_id, mid),
+    )
+    sources = ahead(
+        conn,
+        "SELECT message_id FROM derived_sources WHERE scope_id = ? AND memory_id = ? AND role = 'origin'",
+        (scope_id, mid),
+    )
+    row = rows()[0]
     version = int(row[0]) + 1
-    current = origin_sources(conn, mid)
+    current = sorted(int(r[0]) for r in sources())
     if archive:
         conn.execute(
-            "INSERT INTO derived_versions (memory_id, version, text, vec, cause, at, recorded_at, sources, detail) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (mid, int(row[0]), row[2], row[3], row[4], row[1], row[5], json.dumps(current), row[6]),
+            "INSERT INTO derived_versions (scope_id, memory_id, version, text, vec, cause, at, recorded_at, sources, "
+            "detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (scope_id, mid, int(row[0]), row[2], row[3], row[4], row[1], row[5], json.dumps(current), row[6]),
         )
     srcs = set() if replace_sources else set(current)
     srcs |= {int(s) for s in new_sources}
@@ -242,38 +258,59 @@ def update_memory(
     ts = ts or now_iso()
     conn.execute(
         "UPDATE derived SET text = ?, vec = ?, at = ?, at_ts = ?, version = ?, cause = ?, detail = ?, updated_at = ? "
-        "WHERE id = ?",
-        (text, _blob(vec), at_new.isoformat(), at_new.timestamp(), version, cause, json.dumps(detail or {}), ts, mid),
+        "WHERE scope_id = ? AND id = ?",
+        (
+            text,
+            _blob(vec),
+            at_new.isoformat(),
+            at_new.timestamp(),
+            version,
+            cause,
+            json.dumps(detail or {}),
+            ts,
+            scope_id,
+            mid,
+        ),
     )
     if replace_sources:
-        conn.execute("DELETE FROM derived_sources WHERE memory_id = ? AND role = 'origin'", (mid,))
+        conn.execute(
+            "DELETE FROM derived_sources WHERE scope_id = ? AND memory_id = ? AND role = 'origin'", (scope_id, mid)
+        )
     conn.executemany(
-        "INSERT OR REPLACE INTO derived_sources (memory_id, message_id, role) VALUES (?, ?, 'origin')",
-        [(mid, s) for s in sorted(srcs)],
+        "INSERT OR REPLACE INTO derived_sources (scope_id, memory_id, message_id, role) VALUES (?, ?, ?, 'origin')",
+        [(scope_id, mid, s) for s in sorted(srcs)],
     )
-    return version
+    return Updated(version, at_new.timestamp(), row[7])
 
 
-def add_support(conn: sqlite3.Connection, mid: int, message_ids: Sequence[int]) -> None:
+class Updated(NamedTuple):
+    """What :func:`update_memory` made of a memory: its new version, time (epoch seconds) and thread."""
+
+    version: int
+    at_ts: float
+    thread: str
+
+
+def add_support(conn: sqlite3.Connection, scope_id: int, mid: int, message_ids: Sequence[int]) -> None:
     """Link messages that repeated memory ``mid`` (skipped by the gate) to it."""
-    add_supports(conn, [(mid, m) for m in message_ids])
+    add_supports(conn, scope_id, [(mid, m) for m in message_ids])
 
 
-def add_supports(conn: sqlite3.Connection, links: Sequence[tuple[int, int]]) -> None:
+def add_supports(conn: sqlite3.Connection, scope_id: int, links: Sequence[tuple[int, int]]) -> None:
     """Support links ``(memory id, message id)``, in one statement; an existing link of either role stays."""
     if links:
         conn.executemany(
-            "INSERT OR IGNORE INTO derived_sources (memory_id, message_id, role) VALUES (?, ?, 'support')",
-            [(int(mid), int(m)) for mid, m in links],
+            "INSERT OR IGNORE INTO derived_sources (scope_id, memory_id, message_id, role) VALUES (?, ?, ?, 'support')",
+            [(scope_id, int(mid), int(m)) for mid, m in links],
         )
 
 
-def delete_memories(conn: sqlite3.Connection, ids: Sequence[int]) -> int:
+def delete_memories(conn: sqlite3.Connection, scope_id: int, ids: Sequence[int]) -> int:
     """Delete derived memories (links and versions cascade); return how many went."""
     n = 0
     for chunk in _chunks(list(ids)):
         marks = ",".join("?" * len(chunk))
-        n += conn.execute(f"DELETE FROM derived WHERE id IN ({marks})", chunk).rowcount
+        n += conn.execute(f"DELETE FROM derived WHERE scope_id = ? AND id IN ({marks})", (scope_id, *chunk)).rowcount
     return n
 
 
@@ -363,23 +400,29 @@ def usage_of(conn: sqlite3.Connection, scope_id: int) -> LLMUsage:
 
 
 # --------------------------------------------------------------------- reads
-def texts_of(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, str]:
-    """Current texts of derived memories."""
+def texts_of(conn: sqlite3.Connection, scope_id: int, ids: Sequence[int]) -> dict[int, str]:
+    """Current texts of a scope's derived memories."""
     out: dict[int, str] = {}
     for chunk in _chunks(list(ids)):
         marks = ",".join("?" * len(chunk))
-        out.update((int(i), t) for i, t in conn.execute(f"SELECT id, text FROM derived WHERE id IN ({marks})", chunk))
+        out.update(
+            (int(i), t)
+            for i, t in conn.execute(
+                f"SELECT id, text FROM derived WHERE scope_id = ? AND id IN ({marks})", (scope_id, *chunk)
+            )
+        )
     return out
 
 
-def details(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-    """Everything a hit needs about derived memories, with source ext ids in conversation order."""
+def details(conn: sqlite3.Connection, scope_id: int, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """Everything a hit needs about a scope's derived memories, with source ext ids in conversation order."""
     out: dict[int, dict[str, Any]] = {}
     for chunk in _chunks(list(ids)):
         marks = ",".join("?" * len(chunk))
         for r in conn.execute(
-            f"SELECT id, kind, text, at, thread, session, speaker, method, version FROM derived WHERE id IN ({marks})",
-            chunk,
+            "SELECT id, kind, text, at, thread, session, speaker, method, version FROM derived "
+            f"WHERE scope_id = ? AND id IN ({marks})",
+            (scope_id, *chunk),
         ):
             out[int(r[0])] = {
                 "kind": r[1],
@@ -394,9 +437,10 @@ def details(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, dict[str,
                 "support": [],
             }
         for mid, ext, role in conn.execute(
-            "SELECT s.memory_id, m.ext_id, s.role FROM derived_sources s JOIN messages m ON m.id = s.message_id "
-            f"WHERE s.memory_id IN ({marks}) ORDER BY m.id",
-            chunk,
+            "SELECT s.memory_id, m.ext_id, s.role FROM derived_sources s JOIN messages m "
+            f"ON m.scope_id = s.scope_id AND m.id = s.message_id WHERE s.scope_id = ? AND s.memory_id IN ({marks}) "
+            "ORDER BY m.id",
+            (scope_id, *chunk),
         ):
             if int(mid) in out:
                 out[int(mid)][role].append(ext)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DependencyError
+from ..forks import guard_at_fork
 
 __all__ = ["DEFAULT_MODEL_NAME", "SentenceTransformerEmbedder", "default_embedder"]
 
@@ -83,6 +84,8 @@ class SentenceTransformerEmbedder:
         self._batch_size = batch_size
         self._model: Any = None
         self._lock = threading.Lock()
+        # a fork waits for a load in progress (warmup() on a thread): the child gets the model, not a held lock
+        guard_at_fork(self, "_lock", rank=3)
         if not self.dim:
             self.dim = _dimension(self._load())
 
@@ -121,6 +124,12 @@ class SentenceTransformerEmbedder:
                     raise DependencyError(f"model {self._source!r} has dimension {got}, expected {self.dim}")
                 self.dim = got
             return self._model
+
+    def _after_fork_in_child(self) -> None:
+        """A fork that could not wait for a load (:data:`sgmem.forks.FORK_WAIT_S`) left this lock held by a
+        thread the child does not have: the child loads the model itself."""
+        if self._lock.locked():
+            self._lock = threading.Lock()
 
     def load(self) -> None:
         """Load the model now (it otherwise loads on the first :meth:`embed`); safe to call twice."""

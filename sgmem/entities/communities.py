@@ -246,7 +246,7 @@ def apply_summaries(
             if int(n) != len(stored):
                 continue
         if p.replaces is not None:
-            conn.execute("DELETE FROM entity_communities WHERE id = ? AND scope_id = ?", (p.replaces, scope_id))
+            conn.execute("DELETE FROM entity_communities WHERE scope_id = ? AND id = ?", (scope_id, p.replaces))
             dropped.append(p.replaces)
         members = frozenset(real.get(e, e) for e in p.members)
         sources = tuple(sorted({s if s >= 0 else int(message_ids[-1 - s]) for s in p.sources}))
@@ -288,7 +288,8 @@ def prune_summaries(conn: Any, scope_id: int) -> int:
     """Delete the scope's summaries that lost a source message (after a delete)."""
     cur = conn.execute(
         "DELETE FROM entity_communities WHERE scope_id = ? AND sources > "
-        "(SELECT COUNT(*) FROM entity_community_sources s WHERE s.community_id = entity_communities.id)",
+        "(SELECT COUNT(*) FROM entity_community_sources s WHERE s.scope_id = entity_communities.scope_id "
+        "AND s.community_id = entity_communities.id)",
         (scope_id,),
     )
     return int(cur.rowcount or 0)

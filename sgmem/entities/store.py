@@ -165,7 +165,7 @@ def apply_entities(
         eid, text, n = prof
         eid = real.get(eid, eid)
         conn.execute(
-            "UPDATE entities SET profile = ?, profiled = ? WHERE id = ? AND scope_id = ?", (text, n, eid, scope_id)
+            "UPDATE entities SET profile = ?, profiled = ? WHERE scope_id = ? AND id = ?", (text, n, scope_id, eid)
         )
         out.profiles.append((eid, text, n))
     out.summaries, out.dropped_summaries = apply_summaries(conn, scope_id, summaries, real, message_ids)
@@ -210,7 +210,7 @@ def prune(conn: Any, scope_id: int) -> int:
     prune_summaries(conn, scope_id)
     cur = conn.execute(
         "DELETE FROM entities WHERE scope_id = ? AND NOT EXISTS "
-        "(SELECT 1 FROM entity_mentions m WHERE m.entity_id = entities.id)",
+        "(SELECT 1 FROM entity_mentions m WHERE m.scope_id = entities.scope_id AND m.entity_id = entities.id)",
         (scope_id,),
     )
     return int(cur.rowcount or 0)

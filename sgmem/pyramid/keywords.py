@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 
 from ..text.lexical import STOPWORDS, stem_terms
+from .lemmas import lemmatize
 
 __all__ = ["LIGHT_WORDS", "candidates", "keyword_key", "select_top", "stem_key", "turn_keywords"]
 
@@ -55,15 +56,13 @@ _MONTHS = frozenset("january february march april may june july august september
 
 @lru_cache(maxsize=65536)
 def _lemma(token: str) -> str:
-    try:
-        import simplemma
-    except ImportError:  # pragma: no cover - simplemma is a core dependency
-        return token.lower()
     fixed = _LEMMA_FIXES.get(token.lower())
     if fixed is not None:
         return fixed
     try:
-        return str(simplemma.lemmatize(token, lang="en"))
+        return lemmatize(token)
+    except ImportError:  # pragma: no cover - simplemma is a core dependency
+        return token.lower()
     except Exception:  # noqa: BLE001 - a lemmatiser failure must not fail an add
         return token
 

@@ -29,12 +29,21 @@ from typing import Any
 import numpy as np
 
 from ..prompts import PYRAMID_KEYWORD_EXTRACTION, PYRAMID_KEYWORD_GROUPING
-from ..store.batch import insert_with_ids
+from ..store.batch import ahead, drawn_ids, insert_with_ids
 from .config import PyramidConfig
 from .keywords import clean_llm_keywords, keyword_key, speaker_words, stem_key, turn_keywords
 from .llmio import Usage, call_json
 
-__all__ = ["Applied", "KeywordIndex", "KeywordPlan", "apply_plan", "load_keywords", "plan_keywords", "prune"]
+__all__ = [
+    "Applied",
+    "KeywordIndex",
+    "KeywordPlan",
+    "apply_plan",
+    "load_keywords",
+    "lookup_ahead",
+    "plan_keywords",
+    "prune",
+]
 
 
 class _Postings:
@@ -556,10 +565,31 @@ def _cosine_match(
 
 
 _INSERT_VOCABULARY = "INSERT INTO vocabulary (scope_id, keyword, lemma, canonical_id, vec) VALUES (?, ?, ?, ?, ?)"
+_INSERT_VOCABULARY_ID = (
+    "INSERT INTO vocabulary (id, scope_id, keyword, lemma, canonical_id, vec) VALUES (?, ?, ?, ?, ?, ?)"
+)
 
 
 def _blob(vec: np.ndarray | None) -> bytes | None:
     return np.ascontiguousarray(vec, dtype=np.float32).tobytes() if vec is not None else None
+
+
+def lookup_ahead(conn: Any, scope_id: int, plan: KeywordPlan) -> Callable[[], list[Any]]:
+    """Send the look-up of a plan's keywords in the scope's vocabulary (:func:`apply_plan` reads it): on
+    PostgreSQL it goes with the add's first read (:func:`sgmem.store.batch.ahead`)."""
+    keys = sorted({k for kws in plan.per_message for k in kws} | {t for _, t in plan.new.values() if t})
+    parts = []
+    for i in range(0, len(keys), 500):
+        chunk = keys[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        parts.append(
+            ahead(
+                conn,
+                f"SELECT lemma, id, canonical_id FROM vocabulary WHERE scope_id = ? AND lemma IN ({marks})",
+                (scope_id, *chunk),
+            )
+        )
+    return lambda: [r for part in parts for r in part()]
 
 
 def apply_plan(
@@ -568,27 +598,29 @@ def apply_plan(
     message_ids: Sequence[int],
     plan: KeywordPlan,
     consecutive_ids: bool = False,
+    found: Callable[[], list[Any]] | None = None,
 ) -> Applied:
     """Store a plan's vocabulary entries and postings (inside the add's transaction).
 
     ``consecutive_ids``: the store gives rows inserted together consecutive
     ids (SQLite, :mod:`sgmem.store.batch`): the new entries go in one statement.
+    A store that draws ids ahead (PostgreSQL) inserts every new entry with
+    them, in one statement. ``found``: the look-up sent ahead (:func:`lookup_ahead`).
     """
     applied = Applied()
-    keys = sorted({k for kws in plan.per_message for k in kws} | {t for _, t in plan.new.values() if t})
     resolved: dict[str, int] = {}  # lemma -> canonical db id
-    for i in range(0, len(keys), 500):
-        chunk = keys[i : i + 500]
-        marks = ",".join("?" * len(chunk))
-        for lemma, db_id, canonical in conn.execute(
-            f"SELECT lemma, id, canonical_id FROM vocabulary WHERE scope_id = ? AND lemma IN ({marks})",
-            (scope_id, *chunk),
-        ):
-            resolved[lemma] = int(canonical if canonical is not None else db_id)
+    for lemma, db_id, canonical in (found or lookup_ahead(conn, scope_id, plan))():
+        resolved[lemma] = int(canonical if canonical is not None else db_id)
+    drawn = drawn_ids(conn, "vocabulary", sum(1 for key in plan.new if key not in resolved))
+    pending: list[tuple[Any, ...]] = []
 
     def insert(key: str, canonical: int | None, vec: np.ndarray | None) -> int:
-        cur = conn.execute(_INSERT_VOCABULARY, (scope_id, plan.surface.get(key, key), key, canonical, _blob(vec)))
-        db_id = int(cur.lastrowid)  # type: ignore[arg-type]
+        if drawn is not None:  # its id drawn ahead: the row goes with the others below
+            db_id = drawn.pop(0)
+            pending.append((db_id, scope_id, plan.surface.get(key, key), key, canonical, _blob(vec)))
+        else:
+            cur = conn.execute(_INSERT_VOCABULARY, (scope_id, plan.surface.get(key, key), key, canonical, _blob(vec)))
+            db_id = int(cur.lastrowid)  # type: ignore[arg-type]
         applied.entries.append((db_id, key, canonical, vec))
         return db_id
 
@@ -599,7 +631,7 @@ def apply_plan(
         for key, (vec, target) in plan.new.items()
         if key not in resolved and (target is None or target == key)
     ]
-    if consecutive_ids:
+    if consecutive_ids and drawn is None:
         values = [(scope_id, plan.surface.get(key, key), key, None, _blob(vec)) for key, vec in first]
         for (key, vec), db_id in zip(
             first, insert_with_ids(conn, "vocabulary", _INSERT_VOCABULARY, values), strict=True
@@ -618,6 +650,8 @@ def apply_plan(
         else:
             insert(key, canonical, vec)
             resolved[key] = canonical
+    if pending:  # in order: an alias follows the entry it names
+        conn.executemany(_INSERT_VOCABULARY_ID, pending)
     rows: list[tuple[int, int, int]] = []
     for mid, kws in zip(message_ids, plan.per_message, strict=False):
         ids = list(dict.fromkeys(resolved[k] for k in kws if k in resolved))
@@ -632,7 +666,7 @@ def prune(conn: sqlite3.Connection, scope_id: int) -> int:
     before = conn.total_changes
     conn.execute(
         "DELETE FROM vocabulary WHERE scope_id = ? AND canonical_id IS NULL AND NOT EXISTS "
-        "(SELECT 1 FROM keyword_postings p WHERE p.keyword_id = vocabulary.id)",
+        "(SELECT 1 FROM keyword_postings p WHERE p.scope_id = vocabulary.scope_id AND p.keyword_id = vocabulary.id)",
         (scope_id,),
     )
     return conn.total_changes - before

@@ -19,9 +19,12 @@ Validation, without reading every byte (a digest of 150 MB per 100k sentences
 would itself cost about as much as the rebuild it saves): the files are
 trusted only when
 
-* the scope's generation in SQLite equals the recorded one: every write to a
-  scope (add, delete, replace, by any process) bumps it in its own
-  transaction, so a store changed after the save is caught by one read;
+* the scope's generation and stamp in SQLite equal the recorded ones: every
+  write to a scope (add, delete, replace, by any process) bumps the
+  generation and draws a new random stamp in its own transaction, so a store
+  changed after the save is caught by one read, and so is one that reached the
+  same generation by other writes (a restored backup written again, whichever
+  rows it changed: the stamp of that write is another);
 * each file is the one the metadata recorded: same size, modification time
   (ns) and inode, taken when it was written. A torn save, a file replaced by
   another save, a copy or a truncation changes one of them;
@@ -29,13 +32,13 @@ trusted only when
   counts, the classifier of the stored acts);
 * probe rows, the first, middle and last turn and sentence, equal SQLite's
   rows with the same ids (scope, caller id, time, owner, position, stored
-  act, vector):
-  files from another database, or from another history of this one (a
-  restored backup written again up to the same generation), differ there.
+  act, vector): files from another database differ there, where the stamps
+  cannot tell (both 0: scopes not written since stamps were added).
 
 What is not caught: a byte changed in place with the file's modification
-time set back, which takes deliberate work by someone allowed to write the
-owner's files (who could as well change the database). The HNSW links, read
+time set back, or a row changed in SQLite by hand (not by an sgmem write, so
+with no new stamp) where no probe reads, which take deliberate work by
+someone allowed to write the owner's files. The HNSW links, read
 only when an add needs them, also keep a digest of their bytes. Anything not
 trusted is ignored and the index rebuilt from SQLite, then saved again.
 
@@ -59,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._version import __version__
+from ..store.batch import ahead
 from .snapshot import FORMAT, read_columns, restore_columns, write_columns
 
 if TYPE_CHECKING:
@@ -122,11 +126,13 @@ def save_cached(idx: ScopeIndex, directory: Path, acts_by: str) -> None:
     files["columns"] = []
     write_columns(Path(f"{stem}.columns.tmp"), idx, lambda p, d: files["columns"].extend(write_private(p, d)))
     os.replace(f"{stem}.columns.tmp", f"{stem}.columns")
+    store = idx._store  # the caller checked under the write lock that the index is at the store's generation
     meta = {
         "format": FORMAT,
         "library": __version__,
         "scope_id": idx.scope_id,
         "generation": idx.generation,
+        "stamp": store.stamp(idx.scope_id) if store is not None else None,
         "n_turns": idx.n_turns,
         "n_sentences": idx.n_sentences,
         "dim": idx.dim,
@@ -164,20 +170,30 @@ def _same_file(path: str, recorded: Any) -> bool:
         return False
 
 
-def load_cached(directory: Path | None, conn: Any, make: Callable[[], ScopeIndex], acts_by: str) -> ScopeIndex | None:
+def load_cached(
+    directory: Path | None, conn: Any, make: Callable[[], ScopeIndex], acts_by: str, *, same_stamp: bool = True
+) -> ScopeIndex | None:
     """The scope's index from its cache files if they are current and match SQLite (see the module
-    docstring), else None. ``make`` returns an empty index stamped with the scope's generation now."""
+    docstring), else None. ``make`` returns an empty index stamped with the scope's generation now (or the
+    older generation the caller expects the files at: pass ``same_stamp=False`` then, since every write after
+    it drew another stamp; the caller checks the rows since, as a PostgreSQL host's older files are)."""
     if directory is None:
         return None
     idx = make()
     stem = directory / f"scope-{idx.scope_id}"
     try:
         meta = json.loads(Path(f"{stem}.json").read_bytes())
+        stamp = (
+            conn.execute("SELECT stamp FROM scopes WHERE id = ?", (idx.scope_id,)).fetchone()
+            if same_stamp
+            else (meta.get("stamp"),)  # files of an older generation: every write since drew another stamp
+        )
         expect = {
             "format": FORMAT,
             "library": __version__,
             "scope_id": idx.scope_id,
             "generation": idx.generation,
+            "stamp": int(stamp[0]) if stamp else None,
             "dim": idx.dim,
             "acts_by": acts_by,
         }
@@ -215,21 +231,29 @@ def load_cached(directory: Path | None, conn: Any, make: Callable[[], ScopeIndex
 
 
 def _same_rows(conn: Any, idx: ScopeIndex) -> bool:
-    """Probe rows (first, middle, last turn and sentence) equal SQLite's rows of the same ids."""
+    """Probe rows (first, middle, last turn and sentence) equal SQLite's rows of the same ids.
+
+    The six reads are sent before any is read (one round trip to a PostgreSQL server, :func:`ahead`)."""
     n, m = idx.n_turns, idx.n_sentences
     msg_ids, ext_ids, at_ts = idx._msg_ids.view(), idx.ext_ids, idx._at_ts.view()
-    for r in sorted({0, n // 2, n - 1}) if n else ():
-        row = conn.execute(
-            "SELECT scope_id, ext_id, at_ts, round_id FROM messages WHERE id = ?", (int(msg_ids[r]),)
-        ).fetchone()
+    turns = [
+        (r, ahead(conn, "SELECT scope_id, ext_id, at_ts, round_id FROM messages WHERE scope_id = ? AND id = ?",
+                  (idx.scope_id, int(msg_ids[r]))))
+        for r in (sorted({0, n // 2, n - 1}) if n else ())
+    ]  # fmt: skip
+    sids, owner, pos, acts = idx._sent_ids.view(), idx._sent_msg.view(), idx._sent_idx.view(), idx._raw_acts.view()
+    sents = [
+        (r, ahead(conn, "SELECT scope_id, message_id, idx, COALESCE(act, -1), vec FROM sentences "
+                  "WHERE scope_id = ? AND id = ?", (idx.scope_id, int(sids[r]))))
+        for r in (sorted({0, m // 2, m - 1}) if m else ())
+    ]  # fmt: skip
+    for r, rows in turns:
+        row = next(iter(rows()), None)
         if row is None or tuple(row) != (idx.scope_id, ext_ids[r], float(at_ts[r]), int(idx._round_ids.view()[r])):
             return False
     vecs = idx.sentence_vectors()
-    sids, owner, pos, acts = idx._sent_ids.view(), idx._sent_msg.view(), idx._sent_idx.view(), idx._raw_acts.view()
-    for r in sorted({0, m // 2, m - 1}) if m else ():
-        row = conn.execute(
-            "SELECT scope_id, message_id, idx, COALESCE(act, -1), vec FROM sentences WHERE id = ?", (int(sids[r]),)
-        ).fetchone()
+    for r, rows in sents:
+        row = next(iter(rows()), None)
         if row is None or tuple(row[:4]) != (idx.scope_id, int(msg_ids[owner[r]]), int(pos[r]), int(acts[r])):
             return False
         if not np.array_equal(np.frombuffer(row[4], dtype=np.float32), vecs[r]):
@@ -260,9 +284,10 @@ def _load_ann(path: str, recorded: Any, expected: Any, idx: ScopeIndex) -> Any:
 
 
 def discard_cache(directory: Path | None, scope_id: int) -> None:
-    """Remove a scope's cache files (after a delete)."""
+    """Remove a scope's cache files (after a delete), and the temporary ones a save torn part-way left."""
     if directory is None:
         return
     for suffix in _SUFFIXES:
-        with contextlib.suppress(OSError):
-            os.remove(directory / f"scope-{scope_id}{suffix}")
+        for name in (f"scope-{scope_id}{suffix}", f"scope-{scope_id}{suffix}.tmp"):
+            with contextlib.suppress(OSError):
+                os.remove(directory / name)

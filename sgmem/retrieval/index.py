@@ -301,7 +301,7 @@ class ScopeIndex:
         if not len(rows):
             return []
         ids = [int(i) for i in self._sent_ids.view()[np.asarray(rows, dtype=np.int64)]]
-        got = self._store.sentence_texts(ids) if self._store is not None else {}
+        got = self._store.sentence_texts(self.scope_id, ids) if self._store is not None else {}
         return [got.get(i, "") for i in ids]
 
     def sentence_acts(self) -> np.ndarray:

@@ -239,7 +239,7 @@ def _merge_back(lists: KnnLists, k: int, rows: np.ndarray, news: np.ndarray, cos
         out.evicted += [(r, t) for t, _, _ in old if t not in kept_old]
 
 
-def list_owners(conn: Any, dead_ids: list[int]) -> list[int]:
+def list_owners(conn: Any, scope_id: int, dead_ids: list[int]) -> list[int]:
     """The sentences whose lists hold one of ``dead_ids`` (call before the delete; the dead excluded)."""
     dead = set(dead_ids)
     owners: set[int] = set()
@@ -247,7 +247,10 @@ def list_owners(conn: Any, dead_ids: list[int]) -> list[int]:
         chunk = dead_ids[i : i + 500]
         marks = ",".join("?" * len(chunk))
         owners.update(
-            int(r[0]) for r in conn.execute(f"SELECT src FROM sentence_edges WHERE dst IN ({marks})", tuple(chunk))
+            int(r[0])
+            for r in conn.execute(
+                f"SELECT src FROM sentence_edges WHERE scope_id = ? AND dst IN ({marks})", (scope_id, *chunk)
+            )
         )
     return sorted(owners - dead)
 
@@ -278,6 +281,6 @@ def repair_lists(conn: Any, scope_id: int, owners: list[int], k: int, min_cos: f
         for cc, tt in sorted(zip(c[a].tolist(), t[a].tolist(), strict=True), reverse=True):
             if np.isfinite(cc) and cc >= min_cos:
                 edges.append((scope_id, int(own[a]), int(ids[tt]), float(cc)))
-    conn.executemany("DELETE FROM sentence_edges WHERE src = ?", [(int(a),) for a in own])
+    conn.executemany("DELETE FROM sentence_edges WHERE scope_id = ? AND src = ?", [(scope_id, int(a)) for a in own])
     conn.executemany("INSERT INTO sentence_edges (scope_id, src, dst, weight) VALUES (?, ?, ?, ?)", edges)
     return len(edges)

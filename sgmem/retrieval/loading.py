@@ -3,10 +3,13 @@
 :func:`load_scope_index` maps a scope's saved index (:mod:`sgmem.retrieval.cachefiles`)
 when its files are current and match SQLite, else reads the scope's rows from
 SQLite into a :class:`sgmem.retrieval.index.ScopeIndex` (saved at the next close).
+On a PostgreSQL host (``Config.pg_cache_dir``) files of an older generation
+are used too when the rows since were only added: they are appended.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +17,11 @@ import numpy as np
 
 from ..store.sqlite import SQLiteStore
 from ..text.acts import acts_identity
-from .cachefiles import load_cached
+from .cachefiles import discard_cache, load_cached
 from .compact import Grow
 from .heap import release_free_heap
 from .index import ScopeIndex, _rows_of
+from .refresh import refresh_index
 
 __all__ = ["load_scope_index"]
 
@@ -40,6 +44,10 @@ def load_scope_index(
             saved = load_cached(cache_dir, conn, make, acts_by)
             if saved is not None:
                 return saved
+            if getattr(store, "backend", None) == "postgres" and cache_dir is not None:
+                saved = _older_saved(store, scope_id, dim, generation, cache_dir, conn, act_model, acts_by)
+                if saved is not None:
+                    return saved
         idx = make()
         cur = conn.execute(
             "SELECT id, ext_id, thread, session, round_id, at_ts, tokens, COALESCE(name, role), terms, role "
@@ -103,6 +111,41 @@ def load_scope_index(
     return idx
 
 
+def _older_saved(
+    store: SQLiteStore,
+    scope_id: int,
+    dim: int,
+    generation: int,
+    cache_dir: Path,
+    conn: Any,
+    act_model: Any,
+    acts_by: str,
+) -> ScopeIndex | None:
+    """A PostgreSQL host's saved index of an older generation, brought up to date with the rows other hosts
+    added since (:func:`sgmem.retrieval.refresh.refresh_index`, in this read's snapshot); None when its files
+    are not intact and current up to their generation (:func:`load_cached`, probe rows against the server),
+    or when anything they hold was removed since: the files are then removed too (they may hold deleted
+    messages' vectors) and the scope is rebuilt from the server."""
+    try:
+        older = int(json.loads((cache_dir / f"scope-{scope_id}.json").read_bytes())["generation"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not 0 <= older < generation:
+        return None
+
+    def make() -> ScopeIndex:
+        fresh = ScopeIndex(scope_id=scope_id, dim=dim, generation=older, store=store)
+        fresh.act_model = act_model
+        return fresh
+
+    idx = load_cached(cache_dir, conn, make, acts_by, same_stamp=False)  # the writes since drew other stamps
+    if idx is not None and refresh_index(store, idx) and idx.generation == generation:
+        idx.dirty = True  # saved again at its newer generation
+        return idx
+    discard_cache(cache_dir, scope_id)
+    return None
+
+
 def _classify_unknown(store: SQLiteStore, idx: ScopeIndex) -> None:
     """Classify the sentences stored without an act (a store written before acts were stored, or by another
     classifier) and store their acts: once per store, never again on opening it."""
@@ -115,7 +158,7 @@ def _classify_unknown(store: SQLiteStore, idx: ScopeIndex) -> None:
     raw[unknown] = acts
     idx._raw_acts = Grow(np.int8, raw)
     ids = idx._sent_ids.view()[unknown]
-    store.save_sentence_acts([(int(a), int(i)) for a, i in zip(acts, ids, strict=True)])
+    store.save_sentence_acts(idx.scope_id, [(int(a), int(i)) for a, i in zip(acts, ids, strict=True)])
 
 
 def _add_blobs(index: Any, conn: Any, sql: str, scope_id: int, dim: int) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..store.batch import ahead
 from ..text.acts import acts_identity
 
 __all__ = ["refresh_index"]
@@ -40,51 +41,61 @@ def refresh_index(store: Any, idx: Any) -> bool:
         if gen < idx.generation:  # the scope was emptied and made again
             return False
         last_msg = int(idx.msg_ids[-1]) if idx.n_turns else 0
-        n_msgs, n_sents = conn.execute(
+        # every read below is sent before any is read (one round trip to a PostgreSQL server, ahead())
+        counts = ahead(
+            conn,
             "SELECT (SELECT COUNT(*) FROM messages WHERE scope_id = ?), (SELECT COUNT(*) FROM sentences WHERE scope_id = ?)",
             (sid, sid),
-        ).fetchone()
-        turns = conn.execute(
+        )
+        new_turns = ahead(
+            conn,
             "SELECT id, ext_id, thread, session, round_id, at_ts, tokens, COALESCE(name, role), terms, vec, role "
             "FROM messages WHERE scope_id = ? AND id > ? ORDER BY id",
             (sid, last_msg),
-        ).fetchall()
-        sents = conn.execute(
+        )
+        new_sents = ahead(
+            conn,
             "SELECT id, message_id, idx, vec, COALESCE(act, -1) FROM sentences WHERE scope_id = ? AND message_id > ? "
             "ORDER BY message_id, idx",
             (sid, last_msg),
-        ).fetchall()
-        if idx.n_turns + len(turns) != int(n_msgs) or idx.n_sentences + len(sents) != int(n_sents):
-            return False  # something the cache holds was removed: rebuild
-        sedges = conn.execute(
-            "SELECT e.src, e.dst, e.weight FROM sentence_edges e JOIN sentences s ON s.id = e.src "
-            "WHERE e.scope_id = ? AND s.scope_id = ? AND s.message_id > ?",
+        )
+        new_edges = ahead(
+            conn,
+            "SELECT e.src, e.dst, e.weight FROM sentence_edges e JOIN sentences s ON s.scope_id = e.scope_id "
+            "AND s.id = e.src WHERE e.scope_id = ? AND s.scope_id = ? AND s.message_id > ?",
             (sid, sid, last_msg),
-        ).fetchall()
+        )
         # GraphConfig.knn_rule="knn": an add also puts its sentences into earlier sentences' lists and drops
         # what they push out; a list that changed so holds a new sentence (a delete is caught by the counts
-        # above), and is re-read whole
-        owners = sorted(
-            {
-                int(r[0])
-                for r in conn.execute(
-                    "SELECT e.src FROM sentence_edges e JOIN sentences s ON s.id = e.dst "
-                    "JOIN sentences o ON o.id = e.src WHERE e.scope_id = ? AND s.message_id > ? AND o.message_id <= ?",
-                    (sid, last_msg, last_msg),
-                )
-            }
+        # below), and is re-read whole
+        listed = ahead(
+            conn,
+            "SELECT e.src FROM sentence_edges e JOIN sentences s ON s.scope_id = e.scope_id AND s.id = e.dst "
+            "JOIN sentences o ON o.scope_id = e.scope_id AND o.id = e.src "
+            "WHERE e.scope_id = ? AND s.message_id > ? AND o.message_id <= ?",
+            (sid, last_msg, last_msg),
         )
+        new_tedges = ahead(
+            conn,
+            "SELECT src, dst FROM turn_edges WHERE scope_id = ? AND (src > ? OR dst > ?)",
+            (sid, last_msg, last_msg),
+        )
+        kw_ahead = _keywords_ahead(conn, sid, idx.keywords, last_msg) if idx.keywords is not None else None
+        n_msgs, n_sents = counts()[0]
+        turns, sents = new_turns(), new_sents()
+        if idx.n_turns + len(turns) != int(n_msgs) or idx.n_sentences + len(sents) != int(n_sents):
+            return False  # something the cache holds was removed: rebuild
+        sedges = new_edges()
+        owners = sorted({int(r[0]) for r in listed()})
         relisted: list[tuple[int, int, float]] = []
         for i in range(0, len(owners), 500):
             chunk = owners[i : i + 500]
             marks = ",".join("?" * len(chunk))
             relisted += conn.execute(
-                f"SELECT src, dst, weight FROM sentence_edges WHERE src IN ({marks})", chunk
+                f"SELECT src, dst, weight FROM sentence_edges WHERE scope_id = ? AND src IN ({marks})", (sid, *chunk)
             ).fetchall()
-        tedges = conn.execute(
-            "SELECT src, dst FROM turn_edges WHERE scope_id = ? AND (src > ? OR dst > ?)", (sid, last_msg, last_msg)
-        ).fetchall()
-        kw_new = _new_keywords(conn, sid, idx.keywords, last_msg) if idx.keywords is not None else None
+        tedges = new_tedges()
+        kw_new = _new_keywords(idx.keywords, *kw_ahead()) if kw_ahead is not None else None
     dim = int(idx.dim)
     for r in turns:
         idx.append_turn(
@@ -132,7 +143,24 @@ def _relist(idx: Any, owners: list[int], edges: list[tuple[int, int, float]]) ->
         idx.adjacency.remove(gone)
 
 
-def _new_keywords(conn: Any, sid: int, kwi: Any, last_msg: int) -> Any:
+def _keywords_ahead(conn: Any, sid: int, kwi: Any, last_msg: int) -> Any:
+    """Send the reads of the keyword entries and postings the new messages brought (:func:`_new_keywords`)."""
+    known = max(kwi.ids, default=0)
+    entries = ahead(
+        conn,
+        "SELECT id, lemma, canonical_id, vec FROM vocabulary WHERE scope_id = ? AND id > ? ORDER BY id",
+        (sid, known),
+    )
+    postings = ahead(
+        conn,
+        "SELECT message_id, keyword_id FROM keyword_postings WHERE scope_id = ? AND message_id > ? "
+        "ORDER BY message_id, keyword_id",
+        (sid, last_msg),
+    )
+    return lambda: (entries(), postings())
+
+
+def _new_keywords(kwi: Any, entry_rows: list[Any], posting_rows: list[Any]) -> Any:
     """The keyword entries and postings the new messages brought, as :meth:`KeywordIndex.extend` takes them.
 
     Vocabulary rows are only ever inserted by an add (and pruned by a delete,
@@ -142,11 +170,8 @@ def _new_keywords(conn: Any, sid: int, kwi: Any, last_msg: int) -> Any:
     """
     from ..pyramid.vocabulary import Applied
 
-    known = max(kwi.ids, default=0)
     entries = []
-    for db_id, lemma, canonical, blob in conn.execute(
-        "SELECT id, lemma, canonical_id, vec FROM vocabulary WHERE scope_id = ? AND id > ? ORDER BY id", (sid, known)
-    ):
+    for db_id, lemma, canonical, blob in entry_rows:
         if canonical is None and int(db_id) in kwi.local:
             continue
         if canonical is not None and kwi.lookup.get(lemma, -1) == kwi.local.get(int(canonical), -2):
@@ -154,10 +179,6 @@ def _new_keywords(conn: Any, sid: int, kwi: Any, last_msg: int) -> Any:
         vec = np.frombuffer(blob, dtype=np.float32) if blob else None
         entries.append((int(db_id), lemma, None if canonical is None else int(canonical), vec))
     postings: dict[int, list[int]] = {}
-    for mid, kid in conn.execute(
-        "SELECT message_id, keyword_id FROM keyword_postings WHERE scope_id = ? AND message_id > ? "
-        "ORDER BY message_id, keyword_id",
-        (sid, last_msg),
-    ):
+    for mid, kid in posting_rows:
         postings.setdefault(int(mid), []).append(int(kid))
     return Applied(entries=entries, postings=list(postings.items()))

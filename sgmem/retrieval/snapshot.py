@@ -12,7 +12,7 @@ touches and never writes the file.
 
 It is a cache of SQLite: raw messages stay the system of record, and the file
 is trusted only when :func:`sgmem.retrieval.cachefiles.load_cached` finds it
-current (same generation, same file as the metadata recorded, probe rows equal
+current (same generation and stamp, same file as the metadata recorded, probe rows equal
 to SQLite's); anything else is ignored and the index rebuilt from the rows.
 """
 

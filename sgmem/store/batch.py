@@ -14,21 +14,32 @@ exactly this call's rows for the same reason. The stored rows are the same
 as one ``INSERT`` each (``tests/unit/test_store_batch.py``).
 
 PostgreSQL's sequences give no such guarantee (another session may take ids
-in between), so :class:`sgmem.store.postgres.PostgresStore` keeps one
-statement per row (``SQLiteStore.consecutive_ids``).
+in between): :class:`sgmem.store.postgres.PostgresStore` draws an add's ids
+ahead in one statement (``PgConn.reserve``) and inserts the rows with them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .rows import MessageRow
 
-__all__ = ["INSERT_MESSAGE", "INSERT_SENTENCE", "insert_rest", "insert_with_ids", "message_values", "plan_rounds"]
+__all__ = [
+    "INSERT_MESSAGE",
+    "INSERT_MESSAGE_ID",
+    "INSERT_SENTENCE",
+    "INSERT_SENTENCE_ID",
+    "ahead",
+    "drawn_ids",
+    "insert_rest",
+    "insert_with_ids",
+    "message_values",
+    "plan_rounds",
+]
 
 
 INSERT_MESSAGE = (
@@ -39,6 +50,26 @@ INSERT_SENTENCE = (
     "INSERT INTO sentences (scope_id, message_id, idx, start, end, text, embed_hash, vec, act) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+#: the same rows given their ids (drawn ahead on PostgreSQL: ``PgConn.new_ids``)
+INSERT_MESSAGE_ID = INSERT_MESSAGE.replace("(scope_id,", "(id, scope_id,", 1).replace("VALUES (", "VALUES (?, ", 1)
+INSERT_SENTENCE_ID = INSERT_SENTENCE.replace("(scope_id,", "(id, scope_id,", 1).replace("VALUES (", "VALUES (?, ", 1)
+
+
+def ahead(conn: Any, sql: str, args: Sequence[Any] = ()) -> Callable[[], list[Any]]:
+    """Send a read now, take its rows later: inside a pipelined PostgreSQL transaction the rows come back with
+    the next read anything needs (one round trip for several); on SQLite they are read at once."""
+    cur = conn.execute(sql, args)
+    if getattr(conn, "pipe", None) is None:
+        rows = cur.fetchall()
+        return lambda: rows
+    return cur.fetchall  # type: ignore[no-any-return]
+
+
+def drawn_ids(conn: Any, table: str, n: int) -> list[int] | None:
+    """Ids for ``n`` new rows of ``table`` when the store draws them ahead (PostgreSQL, ``PgConn.new_ids``), else
+    None (SQLite: :func:`insert_with_ids`)."""
+    take = getattr(conn, "new_ids", None)
+    return take(table, n) if take is not None and n else None
 
 
 def message_values(scope_id: int, thread: str, m: MessageRow, round_id: int, turn_idx: int) -> tuple[Any, ...]:

@@ -1,21 +1,31 @@
-"""Where an embedded store lives: checking the directory before SQLite opens it.
+"""Where an embedded store lives: checking the directory before SQLite opens it, tidying it after a reader.
 
 SQLite reports every problem opening a file as "unable to open database
 file"; this module tells the user which one it is (a path that is a file, a
 database name that is a directory, a directory or file they may not write)
 instead of calling the store corrupt.
+
+A read-only connection to a WAL database makes SQLite create the ``-wal`` and
+``-shm`` files beside it when they are missing (a reader needs them to see a
+writer's commits), and, unable to checkpoint, it leaves them at close.
+:func:`remove_reader_logs` removes them again when no connection uses them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInputError, StoreError
 
-__all__ = ["resolve_store_path", "unusable_reason"]
+__all__ = ["LOG_SUFFIXES", "remove_reader_logs", "resolve_store_path", "unusable_reason"]
+
+#: the files SQLite keeps beside a WAL database while it is open
+LOG_SUFFIXES = ("-wal", "-shm")
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # a scheme of two or more letters ("C:" is a drive)
 
@@ -94,3 +104,24 @@ def unusable_reason(directory: Path, db: Path, read_only: bool) -> StoreError | 
             "permissions: open it with sgmem.Memory(path, read_only=True), or make it writable (chmod u+w)."
         )
     return None
+
+
+def remove_reader_logs(db: str) -> None:
+    """After a read-only opening of ``db`` that found no log files: remove the empty ``-wal`` and the ``-shm``
+    SQLite created for it, when no other connection uses them.
+
+    A connection that may write opens the log and closes: SQLite's own last-connection rule (an exclusive lock
+    on the database) then checkpoints nothing and deletes both files; while another connection has the
+    database open, or a log holds frames (someone wrote), they are left as they are.
+    """
+    try:
+        if os.path.getsize(f"{db}-wal"):
+            return  # a writer's frames: its files
+    except OSError:
+        return
+    with contextlib.suppress(sqlite3.Error):
+        conn = sqlite3.connect(db, isolation_level=None, timeout=0)
+        try:
+            conn.execute("PRAGMA schema_version").fetchone()  # opens the log, as the last reader had it
+        finally:
+            conn.close()

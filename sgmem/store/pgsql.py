@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
 from ..errors import SgmemError, StoreBusyError, StoreError
-from .conninfo import redact, scrub, secrets_of
+from ..targets import redact, scrub, secrets_of
 
 __all__ = ["PgConn", "ddl", "redact", "scrub", "secrets_of", "to_pg", "translate_pg"]
 
@@ -35,6 +36,7 @@ __all__ = ["PgConn", "ddl", "redact", "scrub", "secrets_of", "to_pg", "translate
 _RESERVED_COLUMNS = ("end",)
 _RESERVED = re.compile(r'(?<![\w."])(' + "|".join(_RESERVED_COLUMNS) + r')(?![\w"])')
 _INSERT = re.compile(r"^\s*INSERT\s+(OR\s+(IGNORE|REPLACE)\s+)?INTO\s+(\w+)\s*(\(([^)]*)\))?", re.I | re.S)
+PREPARE: bool | None = False
 _CONFLICT_UPDATE = re.compile(r"ON\s+CONFLICT\s*\([^)]*\)\s*DO\s+UPDATE\s+SET\s", re.I)
 
 
@@ -82,7 +84,13 @@ def to_pg(sql: str, id_tables: frozenset[str] = frozenset()) -> tuple[str, bool]
             head, _, tail = out.partition(_CONFLICT_UPDATE.search(out).group(0))  # type: ignore[union-attr]
             tail = re.sub(r"(?<![\w.])(\w+)(\s*[-+*]\s*excluded\.)", rf"{table}.\1\2", tail, flags=re.I)
             out = head + _CONFLICT_UPDATE.search(out).group(0) + tail  # type: ignore[union-attr]
-        if table in id_tables and re.search(r"\bVALUES\b", out, re.I) and not re.search(r"\bRETURNING\b", out, re.I):
+        given = {c.strip().lower() for c in (cols or "").split(",")}
+        if (
+            table in id_tables
+            and "id" not in given  # a row given its id (drawn ahead, PgConn.new_ids) needs none back
+            and re.search(r"\bVALUES\b", out, re.I)
+            and not re.search(r"\bRETURNING\b", out, re.I)
+        ):
             out += " RETURNING id"
             returns_id = True
     return _placeholders(out), returns_id
@@ -181,7 +189,12 @@ class _NoRows:
 
 
 class PgCursor:
-    """A psycopg cursor with SQLite's ``lastrowid`` and translated fetch errors."""
+    """A psycopg cursor with SQLite's ``lastrowid`` and translated fetch errors.
+
+    In a pipelined transaction (:attr:`PgConn.pipe`) a statement's result comes
+    back with the next one that is read: fetching rows reads it then;
+    ``rowcount`` asks the server for every result still due (one round trip).
+    """
 
     __slots__ = ("_cur", "_conn", "lastrowid")
 
@@ -216,6 +229,7 @@ class PgCursor:
 
     @property
     def rowcount(self) -> int:
+        self._conn.settle(self._cur)
         return int(self._cur.rowcount)
 
     @property
@@ -234,12 +248,64 @@ class PgConn:
         self.raw = raw
         self.where = where
         self.busy_timeout_s = busy_timeout_s
-        self.total_changes = 0
         self.id_tables: frozenset[str] = frozenset()
         # row security: run before a statement outside a transaction (sets sgmem.scope), under ``lock``
         self.before_autocommit: Any = None
         # the store's re-entrant lock: every statement runs under it (see execute)
         self.lock: Any = contextlib.nullcontext()
+        #: the psycopg pipeline of the write transaction in progress (PostgresStore.write), or None
+        self.pipe: Any = None
+        #: inside PostgresStore.read() before its first statement: what starts its transaction
+        self.begin: Any = None
+        self._unsettled: list[Any] = []  # pipelined writes whose row counts are not read yet
+        self._changes = 0
+        #: table -> the sequence of its identity ``id`` (PostgresStore sets it)
+        self.sequences: dict[str, str] = {}
+        self._drawn: dict[str, list[int]] = {}  # ids drawn ahead for this transaction's new rows
+        self._remembered = threading.local()  # (scope id, generation) a thread read with its last statement
+        self._drawing: Any = None  # (cursor, tables) of a draw not read yet
+
+    def remember_generation(self, scope_id: int, generation: int) -> None:
+        """Keep a scope's generation this thread's last statement read, until its next statement."""
+        self._remembered.value = (scope_id, generation)
+
+    def remembered_generation(self, scope_id: int) -> int | None:
+        """The generation :meth:`remember_generation` kept for ``scope_id`` (then forgotten), if this thread sent
+        no statement since; else None."""
+        kept = getattr(self._remembered, "value", None)
+        self._remembered.value = None
+        return kept[1] if kept is not None and kept[0] == scope_id else None
+
+    def reserve(self, counts: dict[str, int]) -> None:
+        """Draw ids for this transaction's new rows of several tables in one statement, read with the next
+        read (:meth:`new_ids` hands them out). Drawn under the scope's lock, they are greater than every id a
+        writer of the scope drew before, as ``INSERT``'s own would be (ids of other scopes may fall between)."""
+        want = [(t, int(n)) for t, n in counts.items() if n > 0 and t in self.sequences]
+        if not want:
+            return
+        self._drawn = {}
+        cols = ", ".join(f"ARRAY(SELECT nextval('{self.sequences[t]}') FROM generate_series(1, {n}))" for t, n in want)
+        self._drawing = (self._execute(f"SELECT {cols}"), [t for t, _ in want])
+
+    def new_ids(self, table: str, n: int) -> list[int]:
+        """``n`` ids for new rows of ``table``, increasing: drawn ahead (:meth:`reserve`), else drawn now."""
+        if self._drawing is not None:
+            cur, tables = self._drawing
+            self._drawing = None
+            row = cur.fetchone()
+            self._drawn = {t: [int(i) for i in ids] for t, ids in zip(tables, row, strict=True)}
+        have = self._drawn.get(table, [])
+        if len(have) < n:
+            rows = self._execute(
+                f"SELECT nextval('{self.sequences[table]}') FROM generate_series(1, ?)", (n - len(have),)
+            ).fetchall()
+            have = have + [int(r[0]) for r in rows]
+        self._drawn[table] = have[n:]
+        return have[:n]
+
+    def end_transaction(self) -> None:
+        """Forget what the transaction drew (unused ids are gaps, as after a rollback)."""
+        self._drawn, self._drawing = {}, None
 
     def translate(self, exc: BaseException) -> BaseException:
         return translate_pg(exc, self.where, self.busy_timeout_s)
@@ -248,38 +314,82 @@ class PgConn:
     def in_transaction(self) -> bool:
         from psycopg.pq import TransactionStatus
 
+        if self.pipe is not None or self.begin is not None:  # begun, or to begin with the next statement
+            return True
         return bool(self.raw.info.transaction_status != TransactionStatus.IDLE)
+
+    @property
+    def total_changes(self) -> int:
+        """Rows inserted, updated or deleted through this wrapper (SQLite's ``total_changes``)."""
+        if self._unsettled:
+            self.settle()
+        return self._changes
+
+    @total_changes.setter
+    def total_changes(self, value: int) -> None:
+        self._changes = value
+
+    def settle(self, cur: Any = None) -> None:
+        """Read the results still due in a pipelined transaction (all of them, or none if ``cur``'s is in)."""
+        if self.pipe is not None and (cur is None or cur.pgresult is None) and self._unsettled:
+            try:
+                self.pipe.sync()
+            except Exception as exc:
+                raise self.translate(exc) from exc
+        for c in self._unsettled:
+            self._count(c)
+        self._unsettled.clear()
+
+    def _count(self, cur: Any) -> None:
+        if cur.rowcount > 0 and cur.statusmessage and cur.statusmessage.split()[0] in ("INSERT", "UPDATE", "DELETE"):
+            self._changes += cur.rowcount
 
     def execute(self, sql: str, parameters: Any = ()) -> PgCursor:
         # Threads share the connection: a statement waits for another thread's transaction to end instead of
         # running inside it, under that thread's sgmem.scope (the lock is re-entrant: inside this thread's
         # own read()/write() it is already held). Outside a transaction the scope is set under the same lock.
         with self.lock:
-            if self.before_autocommit is not None and not self.in_transaction:
+            if self.begin is not None:
+                self._begin()
+            elif self.before_autocommit is not None and not self.in_transaction:
                 self.before_autocommit()
             return self._execute(sql, parameters)
 
+    def _begin(self) -> None:
+        """Start the read transaction its first statement needs (:meth:`PostgresStore.read`)."""
+        begin, self.begin = self.begin, None
+        try:
+            begin()
+        except Exception as exc:
+            raise self.translate(exc) from exc
+
     def _execute(self, sql: str, parameters: Any = ()) -> PgCursor:
+        self._remembered.value = None  # a statement of this thread: what it remembered may be older now
         if sql.lstrip()[:6].upper() == "PRAGMA":  # SQLite's file settings mean nothing here: no rows
             return PgCursor(_NoRows(), self, None)
         query, returns_id = to_pg(sql, self.id_tables)
         try:
-            cur = self.raw.execute(query, _params(parameters), prepare=False)
+            cur = self.raw.execute(query, _params(parameters), prepare=PREPARE)
             lastrowid = None
             if returns_id:
                 row = cur.fetchone()
                 lastrowid = int(row[0]) if row else None
         except Exception as exc:
             raise self.translate(exc) from exc
-        if cur.rowcount > 0 and cur.statusmessage and cur.statusmessage.split()[0] in ("INSERT", "UPDATE", "DELETE"):
-            self.total_changes += cur.rowcount
+        if self.pipe is not None and cur.pgresult is None:
+            self._unsettled.append(cur)  # counted when its result is read
+        else:
+            self._count(cur)
         return PgCursor(cur, self, lastrowid)
 
     def executemany(self, sql: str, seq: Sequence[Any]) -> PgCursor:
+        self._remembered.value = None
         query, _ = to_pg(sql, frozenset())  # no RETURNING: executemany never reads lastrowid
         rows = [_params(p) for p in seq]
         with self.lock:  # as execute()
-            if self.before_autocommit is not None and not self.in_transaction:
+            if self.begin is not None:
+                self._begin()
+            elif self.before_autocommit is not None and not self.in_transaction:
                 self.before_autocommit()
             cur = self.raw.cursor()
             try:
@@ -287,8 +397,10 @@ class PgConn:
                     cur.executemany(query, rows)
             except Exception as exc:
                 raise self.translate(exc) from exc
-        if rows and cur.rowcount > 0:
-            self.total_changes += cur.rowcount
+        if rows and self.pipe is not None:
+            self._unsettled.append(cur)
+        elif rows and cur.rowcount > 0:
+            self._changes += cur.rowcount
         return PgCursor(cur, self, None)
 
     def close(self) -> None:

@@ -20,14 +20,16 @@ Many hosts, one truth:
 * reads run in one ``REPEATABLE READ`` snapshot, so an index is never built
   from half of another host's write.
 
-No file cache is written for this store (FAISS caches stay in RAM).
+A host keeps the indexes of the scopes it serves in RAM; with
+``Config.pg_cache_dir`` it also saves them on its own disk (a subdirectory per
+:meth:`store_id`), to load a cold scope from them and the server's newer rows.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
+import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
@@ -36,47 +38,13 @@ from .._version import __version__
 from ..errors import ConfigError, DependencyError, InvalidInputError, SchemaVersionError, StoreError
 from .connection import statements
 from .pgsql import PgConn, ddl, redact, scrub, translate_pg
+from .pgtx import PgTransactions
 from .rowsecurity import RowSecurity, scope_token
 from .schema import MIGRATIONS, PG_MIGRATIONS, SCHEMA_VERSION
-from .sqlite import SQLiteStore
 
-__all__ = ["PostgresStore", "is_conninfo", "is_postgres_target", "is_url", "scope_token", "server_dense"]
+__all__ = ["PostgresStore", "scope_token", "server_dense"]
 
-_URL_PREFIXES = ("postgresql://", "postgres://")
 _VECTOR_TABLES = ("messages", "sentences", "derived")
-# libpq's connection keywords: a string that starts ``keyword=`` is a libpq connection string, not a directory
-_LIBPQ_KEYWORDS = frozenset(
-    "host hostaddr port dbname user password passfile require_auth channel_binding connect_timeout "
-    "client_encoding options application_name fallback_application_name keepalives keepalives_idle "
-    "keepalives_interval keepalives_count tcp_user_timeout replication gssencmode sslmode requiressl "
-    "sslcompression sslcert sslkey sslpassword sslcertmode sslrootcert sslcrl sslcrldir sslsni requirepeer "
-    "ssl_min_protocol_version ssl_max_protocol_version krbsrvname gsslib gssdelegation service "
-    "target_session_attrs load_balance_hosts".split()
-)
-_CONNINFO = re.compile(r"^\s*([a-z_]+)\s*=")
-
-
-def is_url(path: Any) -> bool:
-    """Whether ``path`` is a URL (``scheme://...``) rather than a directory."""
-    if not isinstance(path, str):
-        return False
-    head, sep, _ = path.partition("://")
-    return bool(sep) and head.replace("+", "").replace("-", "").replace(".", "").isalnum() and head[:1].isalpha()
-
-
-def is_conninfo(path: Any) -> bool:
-    """Whether ``path`` is a libpq ``key=value`` connection string (``"host=db dbname=agents user=app"``)."""
-    if not isinstance(path, str):
-        return False
-    m = _CONNINFO.match(path)
-    return m is not None and m.group(1) in _LIBPQ_KEYWORDS
-
-
-def is_postgres_target(path: Any) -> bool:
-    """A ``postgresql://``/``postgres://`` URL (any case), a libpq ``key=value`` string or a psycopg pool."""
-    if isinstance(path, str):
-        return path.lstrip().lower().startswith(_URL_PREFIXES) or is_conninfo(path)
-    return all(hasattr(path, a) for a in ("getconn", "putconn")) and type(path).__module__.startswith("psycopg_pool")
 
 
 def _libpq_target(target: str) -> str:
@@ -98,7 +66,7 @@ def server_dense(config: Any, store: PostgresStore) -> str:
     return str(want)
 
 
-class PostgresStore(RowSecurity, SQLiteStore):
+class PostgresStore(RowSecurity, PgTransactions):
     """Records, vectors and edges of every scope in one PostgreSQL database (or schema).
 
     Args:
@@ -155,6 +123,9 @@ class PostgresStore(RowSecurity, SQLiteStore):
         self._session_scope: str | None = None  # sgmem.scope as set on the connection outside a transaction
         self.pgvector = False  # set by bind_embedder when the server has the extension
         self.dense = "host"  # where nearest neighbours are found: "host" (FAISS cache) or "server" (Memory sets it)
+        self._pipelined = psycopg.Pipeline.is_supported()  # libpq 14+ (see write)
+        self._locked: dict[int, int] = {}  # scopes this write transaction locked: their generation now
+        self._sequences: dict[str, str] = {}  # table -> its id sequence (reserve_ids)
         self._pool = None if isinstance(target, str) else target
         self._url = _libpq_target(target) if isinstance(target, str) else None
         self.where = redact(target) if isinstance(target, str) else f"pool {getattr(target, 'name', '')}".strip()
@@ -170,13 +141,13 @@ class PostgresStore(RowSecurity, SQLiteStore):
                 self._migrate()
                 if self.row_security:
                     self._setup_row_security()
-            self.conn.id_tables = frozenset(
-                r[0]
-                for r in self.conn.execute(
-                    "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() "
-                    "AND column_name = 'id' AND is_identity = 'YES'"
-                )
-            )
+            ids = self.conn.execute(
+                "SELECT k.relname, pg_get_serial_sequence(quote_ident(k.relname), 'id') FROM pg_class k "
+                "JOIN pg_attribute a ON a.attrelid = k.oid AND a.attname = 'id' AND a.attidentity <> '' "
+                "WHERE k.relnamespace = to_regnamespace(current_schema()) AND NOT k.relispartition"
+            ).fetchall()
+            self.conn.id_tables = frozenset(r[0] for r in ids)
+            self.conn.sequences = {r[0]: r[1] for r in ids if r[1] is not None}
         except BaseException:
             self.close()
             raise
@@ -296,6 +267,22 @@ class PostgresStore(RowSecurity, SQLiteStore):
                     "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                     (key, value),
                 )
+
+    def store_id(self) -> str | None:
+        """A random id of this store (its database or schema), made by the first host that asks: what names its
+        hosts' local caches (``Config.pg_cache_dir``). None if this role may not record it."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        if row is None:
+            try:
+                with self.write():
+                    self.conn.execute(
+                        "INSERT INTO meta (key, value) VALUES ('store_id', ?) ON CONFLICT (key) DO NOTHING",
+                        (uuid.uuid4().hex,),
+                    )
+                    row = self.conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+            except StoreError:
+                return None
+        return str(row[0]) if row is not None else None
 
     def bind_embedder(self, name: str, dim: int) -> None:
         """Record the embedder on first use (one host wins a race); refuse a different one afterwards.
@@ -422,63 +409,6 @@ class PostgresStore(RowSecurity, SQLiteStore):
         )
         return [(int(i), float(c)) for i, c in rows]
 
-    # ------------------------------------------------------------ transactions
-    @contextlib.contextmanager
-    def write(self, timeout_s: float | None = None) -> Iterator[Any]:
-        """One write transaction; everything inside commits together or not at all.
-
-        Writers of one scope are serialised by the row lock that
-        :meth:`scope_id` and :meth:`lock_scope` take inside it.
-        """
-        with self._lock:
-            if self._writing:  # nested: the outer transaction decides
-                yield self.conn
-                return
-            self._alive()
-            raw = self._raw
-            try:
-                raw.execute("BEGIN")
-                self._scope_again()
-                if timeout_s is not None:
-                    raw.execute(f"SET LOCAL lock_timeout = {max(1, int(timeout_s * 1000))}")
-            except self._psycopg.Error as exc:
-                raise self.conn.translate(exc) from exc
-            self._writing = True
-            try:
-                yield self.conn
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    raw.execute("ROLLBACK")
-                raise
-            else:
-                try:
-                    raw.execute("COMMIT")
-                except self._psycopg.Error as exc:
-                    with contextlib.suppress(Exception):
-                        raw.execute("ROLLBACK")
-                    raise self.conn.translate(exc) from exc
-            finally:
-                self._writing = False
-
-    @contextlib.contextmanager
-    def read(self) -> Iterator[Any]:
-        """A consistent read snapshot (one ``REPEATABLE READ`` read-only transaction)."""
-        with self._lock:
-            if self.conn.in_transaction:  # already inside write(): same transaction
-                yield self.conn
-                return
-            self._alive()
-            try:
-                self._raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                self._scope_again()
-            except self._psycopg.Error as exc:
-                raise self.conn.translate(exc) from exc
-            try:
-                yield self.conn
-            finally:
-                with contextlib.suppress(Exception):
-                    self._raw.execute("COMMIT")
-
     def close(self) -> None:
         """Close the connection, or give it back to its pool (idempotent)."""
         with self._lock:
@@ -505,33 +435,6 @@ class PostgresStore(RowSecurity, SQLiteStore):
             with contextlib.suppress(Exception):
                 self._pool.putconn(raw)
 
-    # ------------------------------------------------------------------ scopes
-    def scope_id(self, name: str, *, create: bool = False) -> int | None:
-        """The scope's row id; inside a write, with the scope's row locked (see :meth:`lock_scope`).
-
-        A new scope's row is inserted first (two hosts creating it at once: the
-        second waits for the first to commit, then locks the row it made).
-        """
-        self._use_scope(name)
-        if not self._writing:
-            return super().scope_id(name, create=create)
-        lock = "SELECT id FROM scopes WHERE name = ? FOR NO KEY UPDATE"
-        row = self.conn.execute(lock, (name,)).fetchone()
-        if row is None and create:
-            self.conn.execute("INSERT INTO scopes (name) VALUES (?) ON CONFLICT (name) DO NOTHING", (name,))
-            row = self.conn.execute(lock, (name,)).fetchone()
-        return int(row[0]) if row is not None else None
-
-    def lock_scope(self, scope_id: int) -> None:
-        """Serialise this write with every other writer of the scope (on any host): lock its row.
-
-        ``FOR NO KEY UPDATE`` (the lock the generation bump takes anyway) waits
-        for the scope's other writers and lets foreign-key checks through. It is
-        no advisory lock: ``pg_locks`` shows no key derived from the scope, and
-        under row security only a client allowed to see the row can lock it.
-        """
-        self.conn.execute("SELECT 1 FROM scopes WHERE id = ? FOR NO KEY UPDATE", (scope_id,))
-
     def purge_scope(self, scope_id: int) -> int:
         """Remove every row of an emptied scope from every table, then the scope row; return rows removed."""
         tables = self._scoped_tables()
@@ -555,4 +458,5 @@ class PostgresStore(RowSecurity, SQLiteStore):
         else:
             raise StoreError(f"could not delete scope {scope_id}: rows in {pending} still reference it")
         self.conn.execute("DELETE FROM scopes WHERE id = ?", (scope_id,))
+        self._locked.pop(scope_id, None)
         return removed

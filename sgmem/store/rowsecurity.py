@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
@@ -79,19 +80,21 @@ class RowSecurity:
 
     if TYPE_CHECKING:  # PostgresStore's
 
-        def write(self, timeout_s: float | None = None) -> contextlib.AbstractContextManager[Any]: ...
+        @contextlib.contextmanager
+        def write(self, timeout_s: float | None = None) -> Iterator[Any]: ...
 
         def _translated(self) -> contextlib.AbstractContextManager[None]: ...
 
-    def _scoped_tables(self) -> list[str]:
-        """Base tables with a ``scope_id`` column (every table that holds a scope's rows), ``scopes`` aside."""
+    def _scoped_tables(self, partitions: bool = False) -> list[str]:
+        """Tables with a ``scope_id`` column (every table that holds a scope's rows), ``scopes`` aside; a table
+        partitioned by scope counts once (its partitions are reached through it), unless ``partitions``."""
         return [
             r[0]
             for r in self.conn.execute(
-                "SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
-                "ON t.table_schema = c.table_schema AND t.table_name = c.table_name "
-                "WHERE c.table_schema = current_schema() AND c.column_name = 'scope_id' "
-                "AND t.table_type = 'BASE TABLE' AND c.table_name != 'scopes' ORDER BY c.table_name"
+                "SELECT k.relname FROM pg_class k JOIN pg_attribute a ON a.attrelid = k.oid "
+                "AND a.attname = 'scope_id' AND NOT a.attisdropped "
+                "WHERE k.relnamespace = to_regnamespace(current_schema()) AND k.relkind IN ('r', 'p') "
+                f"{'' if partitions else 'AND NOT k.relispartition '}AND k.relname <> 'scopes' ORDER BY k.relname"
             )
         ]
 
@@ -127,14 +130,16 @@ class RowSecurity:
                 "AND policyname = 'sgmem_scope'"
             )
         }
+        # partitions too (sgmem.store.partition): a client that reads a partition directly meets its own
+        # policies only, not its parent's (PostgreSQL's rule)
         tables = [
             r[0]
             for r in raw.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
-                "AND table_type = 'BASE TABLE' ORDER BY table_name"
+                "SELECT relname FROM pg_class WHERE relnamespace = to_regnamespace(current_schema()) "
+                "AND relkind IN ('r', 'p') ORDER BY relname"
             )
         ]
-        scoped = set(self._scoped_tables())
+        scoped = set(self._scoped_tables(partitions=True))
         name = f"(SELECT {_SIGNED}())" if signed else "current_setting('sgmem.scope', true)"
         scope_id = f"(SELECT s.id FROM scopes s WHERE s.name = {name})"
         for table in tables:
@@ -274,7 +279,7 @@ class RowSecurity:
         self._scope_of.name = name
         if self.row_security:
             with self._lock, self._translated():
-                if self.conn.in_transaction:
+                if self.conn.in_transaction and self.conn.begin is None:  # a read not begun yet sets it at BEGIN
                     self._raw.execute("SELECT set_config('sgmem.scope', %s, true)", (self._setting(name),))
 
     def _scope_again(self) -> None:

@@ -365,6 +365,133 @@ _SENTENCE_ACTS = """
 ALTER TABLE sentences ADD COLUMN act INTEGER;
 """
 
+# A random stamp each write draws with the generation it bumps: a scope's saved index files record both, and a
+# database that reached the same generation by other writes (a backup restored and written again, a copy
+# written apart) has another stamp, whatever rows it changed. 0: not written since this migration. Plain SQL
+# that PostgreSQL accepts too (INTEGER is BIGINT there).
+_SCOPE_STAMPS = """
+ALTER TABLE scopes ADD COLUMN stamp INTEGER NOT NULL DEFAULT 0;
+"""
+
+# Every row names its scope, so that every statement can name it too (sharding by scope, docs/postgres.md
+# "Partitioned or distributed PostgreSQL"): a memory's source links and archived versions get their memory's
+# scope. On SQLite that is all; PostgreSQL's form (_PG_SCOPE_KEYS) also leads every key with the scope.
+_SCOPE_KEYS = """
+ALTER TABLE derived_sources ADD COLUMN scope_id INTEGER NOT NULL DEFAULT 0;
+UPDATE derived_sources SET scope_id = (SELECT d.scope_id FROM derived d WHERE d.id = derived_sources.memory_id);
+ALTER TABLE derived_versions ADD COLUMN scope_id INTEGER NOT NULL DEFAULT 0;
+UPDATE derived_versions SET scope_id = (SELECT d.scope_id FROM derived d WHERE d.id = derived_versions.memory_id);
+"""
+
+# PostgreSQL's form of 0012: the two columns above, then every table's primary key and unique constraints lead
+# with scope_id and every foreign key between two scope tables carries it, so that a table partitioned by hash of
+# scope_id (or distributed by it, Citus) holds each key and each reference within one partition (shard). The ids
+# stay unique on their own (identity columns); the new keys are the old ones with the scope in front.
+_PG_SCOPE_KEYS = r"""
+DO $sgmem$
+DECLARE
+  r record;
+  spec text[];
+  forced boolean;
+BEGIN
+  FOREACH spec SLICE 1 IN ARRAY ARRAY[['derived_sources', 'memory_id'], ['derived_versions', 'memory_id']] LOOP
+    EXECUTE format('ALTER TABLE %I ADD COLUMN scope_id BIGINT', spec[1]);
+    SELECT c.relforcerowsecurity INTO forced FROM pg_class c WHERE c.oid = to_regclass(quote_ident(spec[1]));
+    IF forced THEN  -- the owner fills the column: under forced row security it would see no row
+      EXECUTE format('ALTER TABLE %I NO FORCE ROW LEVEL SECURITY', spec[1]);
+      EXECUTE 'ALTER TABLE derived NO FORCE ROW LEVEL SECURITY';
+    END IF;
+    EXECUTE format('UPDATE %I x SET scope_id = d.scope_id FROM derived d WHERE d.id = x.%I', spec[1], spec[2]);
+    IF forced THEN
+      EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', spec[1]);
+      EXECUTE 'ALTER TABLE derived FORCE ROW LEVEL SECURITY';
+    END IF;
+    EXECUTE format('ALTER TABLE %I ALTER COLUMN scope_id SET NOT NULL', spec[1]);
+  END LOOP;
+  -- foreign keys between scope tables (not those to scopes) go first: the keys they use are replaced
+  FOR r IN SELECT c.conname, c.conrelid::regclass AS tab FROM pg_constraint c
+            WHERE c.contype = 'f' AND c.connamespace = to_regnamespace(current_schema())
+              AND c.confrelid <> to_regclass('scopes') LOOP
+    EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', r.tab, r.conname);
+  END LOOP;
+  FOREACH spec SLICE 1 IN ARRAY ARRAY[
+      ['messages', 'scope_id, id'], ['sentences', 'scope_id, id'], ['sentence_edges', 'scope_id, src, dst'],
+      ['turn_edges', 'scope_id, src, dst'], ['vocabulary', 'scope_id, id'],
+      ['keyword_postings', 'scope_id, keyword_id, message_id'], ['derived', 'scope_id, id'],
+      ['derived_sources', 'scope_id, memory_id, message_id'], ['derived_versions', 'scope_id, id'],
+      ['gate_decisions', 'scope_id, id'], ['entities', 'scope_id, id'],
+      ['entity_mentions', 'scope_id, entity_id, message_id, start_char'], ['entity_communities', 'scope_id, id'],
+      ['entity_community_sources', 'scope_id, community_id, message_id'],
+      ['entity_relations', 'scope_id, message_id, head_id, tail_id, relation']] LOOP
+    EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', spec[1], spec[1] || '_pkey');
+    EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I PRIMARY KEY (%s)', spec[1], spec[1] || '_pkey', spec[2]);
+  END LOOP;
+  ALTER TABLE derived_versions DROP CONSTRAINT derived_versions_memory_id_version_key;
+  ALTER TABLE derived_versions ADD CONSTRAINT derived_versions_memory_id_version_key
+    UNIQUE (scope_id, memory_id, version);
+  FOREACH spec SLICE 1 IN ARRAY ARRAY[
+      ['sentences', 'message_id', 'messages'], ['sentence_edges', 'src', 'sentences'],
+      ['sentence_edges', 'dst', 'sentences'], ['turn_edges', 'src', 'messages'], ['turn_edges', 'dst', 'messages'],
+      ['vocabulary', 'canonical_id', 'vocabulary'], ['keyword_postings', 'keyword_id', 'vocabulary'],
+      ['keyword_postings', 'message_id', 'messages'], ['derived_sources', 'memory_id', 'derived'],
+      ['derived_sources', 'message_id', 'messages'], ['derived_versions', 'memory_id', 'derived'],
+      ['gate_decisions', 'message_id', 'messages'], ['entity_mentions', 'entity_id', 'entities'],
+      ['entity_mentions', 'message_id', 'messages'], ['entity_community_sources', 'community_id', 'entity_communities'],
+      ['entity_community_sources', 'message_id', 'messages'], ['entity_relations', 'message_id', 'messages'],
+      ['entity_relations', 'head_id', 'entities'], ['entity_relations', 'tail_id', 'entities']] LOOP
+    EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I FOREIGN KEY (scope_id, %I) REFERENCES %I (scope_id, id) '
+                   'ON DELETE CASCADE', spec[1], spec[1] || '_' || spec[2] || '_fkey', spec[2], spec[3]);
+  END LOOP;
+  FOREACH spec SLICE 1 IN ARRAY ARRAY[['derived_sources', 'memory_id'], ['derived_versions', 'memory_id']] LOOP
+    EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I FOREIGN KEY (scope_id) REFERENCES scopes (id)',
+                   spec[1], spec[1] || '_scope_id_fkey');
+  END LOOP;
+END
+$sgmem$
+"""
+
+# Earlier texts of edited messages (Memory.edit; `sgmem ingest` of a file whose message changed at the same
+# thread position): the raw messages are the system of record, so an edit keeps what it replaced. A version
+# goes with its message (ON DELETE CASCADE): forgetting a message forgets its earlier texts; a write that deletes
+# and re-adds a message (an edit, an insert before it) carries them to the new row (sgmem.store.versions).
+# PostgreSQL's form (_PG_MESSAGE_VERSIONS) keys it by scope.
+_MESSAGE_VERSIONS = """
+CREATE TABLE message_versions (
+    message_id  INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    scope_id    INTEGER NOT NULL,
+    version     INTEGER NOT NULL,
+    ext_id      TEXT NOT NULL,
+    role        TEXT NOT NULL,
+    name        TEXT,
+    content     TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    metadata    TEXT NOT NULL,
+    replaced_at TEXT NOT NULL,
+    PRIMARY KEY (message_id, version)
+);
+CREATE INDEX message_versions_scope ON message_versions (scope_id, message_id);
+"""
+
+# PostgreSQL's form of 0013: keyed by scope as every table is since 0012 (its key leads with scope_id, its
+# reference to the message carries the scope, so a table partitioned by scope holds a message and its versions in
+# one partition); messages' own key there is (scope_id, id).
+_PG_MESSAGE_VERSIONS = """
+CREATE TABLE message_versions (
+    message_id  BIGINT NOT NULL,
+    scope_id    BIGINT NOT NULL,
+    version     BIGINT NOT NULL,
+    ext_id      TEXT NOT NULL,
+    role        TEXT NOT NULL,
+    name        TEXT,
+    content     TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    metadata    TEXT NOT NULL,
+    replaced_at TEXT NOT NULL,
+    PRIMARY KEY (scope_id, message_id, version),
+    FOREIGN KEY (scope_id, message_id) REFERENCES messages (scope_id, id) ON DELETE CASCADE
+)
+"""
+
 #: (name, SQL) pairs, applied in order.
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_initial", _INITIAL),
@@ -377,9 +504,16 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0008_entity_relations", _ENTITY_RELATIONS),
     ("0009_entity_ids", _ENTITY_IDS),
     ("0010_sentence_acts", _SENTENCE_ACTS),
+    ("0011_scope_stamps", _SCOPE_STAMPS),
+    ("0012_scope_keys", _SCOPE_KEYS),
+    ("0013_message_versions", _MESSAGE_VERSIONS),
 )
 
 #: PostgreSQL's own form of a migration whose SQLite SQL does not translate (run as one statement, as is).
-PG_MIGRATIONS: dict[str, str] = {"0009_entity_ids": _PG_ENTITY_IDS}
+PG_MIGRATIONS: dict[str, str] = {
+    "0009_entity_ids": _PG_ENTITY_IDS,
+    "0012_scope_keys": _PG_SCOPE_KEYS,
+    "0013_message_versions": _PG_MESSAGE_VERSIONS,
+}
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import random
+import secrets
 import sqlite3
 import threading
 import time
@@ -43,11 +44,11 @@ from ..errors import (
     StoreBusyError,
     StoreError,
 )
+from ..forks import guard_at_fork
 from ..types import Message, ScopeStats
 from .batch import INSERT_MESSAGE, INSERT_SENTENCE, insert_rest, insert_with_ids, message_values, plan_rounds
 from .connection import Conn, is_locked, statements
-from .forks import guard_at_fork
-from .paths import unusable_reason
+from .paths import LOG_SUFFIXES, remove_reader_logs, unusable_reason
 from .rows import MessageRow, SentenceRow
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -76,7 +77,7 @@ class Checkpointer:
     log from the beginning again. SQLite's checkpoint is crash safe at any
     point; durability is the same (the log is fsynced before its pages are
     copied). Kicks while a checkpoint runs are coalesced into one more run.
-    A fork waits for a checkpoint in progress to end (:mod:`sgmem.store.forks`:
+    A fork waits for a checkpoint in progress to end (:mod:`sgmem.forks`:
     a child would inherit SQLite's record of its lock with no thread to release
     it); a forked child starts a thread and connection of its own at its first kick.
     """
@@ -173,6 +174,8 @@ class SQLiteStore:
     """
 
     _checkpointer: Checkpointer | None = None
+    #: the database whose log files a read-only opening made SQLite create (removed at close)
+    _reader_logs: str | None = None
     #: a scrub found undone when the store opened could not finish yet (see :meth:`_scrub_on_open`)
     scrub_pending = False
 
@@ -222,6 +225,12 @@ class SQLiteStore:
             if problem is not None:
                 raise problem
         new_file = self.dir is not None and not (self.dir / DB_FILENAME).exists()
+        # a reader that finds no log files leaves none (SQLite creates them for it): docs/ui.md, no file written
+        self._reader_logs = (
+            target
+            if read_only and self.dir is not None and not any(os.path.exists(target + s) for s in LOG_SUFFIXES)
+            else None
+        )
         try:
             uri = f"file:{quote(target)}?mode=ro" if read_only and self.dir is not None else target
             self._raw = sqlite3.connect(
@@ -254,6 +263,8 @@ class SQLiteStore:
             if raw is not None:
                 with contextlib.suppress(sqlite3.Error):
                     raw.close()
+            if self._reader_logs is not None:
+                remove_reader_logs(self._reader_logs)
             if isinstance(exc, StoreBusyError):
                 raise StoreBusyError(
                     f"store {target!r} stayed locked by another connection for {busy_timeout_s}s while opening; "
@@ -373,19 +384,20 @@ class SQLiteStore:
         by = self.meta("acts_by")
         return by == identity or (by is None and not self.read_only)
 
-    def save_sentence_acts(self, pairs: Sequence[tuple[int, int]]) -> None:
-        """Store ``(act, sentence_id)`` for sentences stored without one (best effort: a read-only store, or
-        one that stays locked, classifies them again when next opened)."""
+    def save_sentence_acts(self, scope_id: int, pairs: Sequence[tuple[int, int]]) -> None:
+        """Store ``(act, sentence_id)`` for a scope's sentences stored without one (best effort: a read-only
+        store, or one that stays locked, classifies them again when next opened)."""
         if self.read_only or not pairs:
             return
-        sql = "UPDATE sentences SET act = ? WHERE id = ? AND act IS NULL"
+        sql = "UPDATE sentences SET act = ? WHERE scope_id = ? AND id = ? AND act IS NULL"
+        rows = [(act, scope_id, sid) for act, sid in pairs]
         try:
             if self.conn.in_transaction:  # inside a write (an add loading its index): part of it
                 if getattr(self, "_writing", False):
-                    self.conn.executemany(sql, pairs)
+                    self.conn.executemany(sql, rows)
                 return
             with self.write(timeout_s=1.0):
-                self.conn.executemany(sql, pairs)
+                self.conn.executemany(sql, rows)
         except StoreError as exc:
             log.info("acts of %d sentences not stored (%s); classified again on the next load", len(pairs), exc)
 
@@ -536,6 +548,9 @@ class SQLiteStore:
         with self._lock:
             with contextlib.suppress(sqlite3.Error):
                 self._raw.close()
+            if self._reader_logs is not None:
+                remove_reader_logs(self._reader_logs)
+                self._reader_logs = None
 
     # ------------------------------------------------------------------ scopes
     def scope_id(self, name: str, *, create: bool = False) -> int | None:
@@ -557,9 +572,18 @@ class SQLiteStore:
         return int(row[0]) if row else -1
 
     def bump_generation(self, scope_id: int) -> int:
-        """Mark the scope changed; return the new generation."""
-        self.conn.execute("UPDATE scopes SET generation = generation + 1 WHERE id = ?", (scope_id,))
+        """Mark the scope changed (a new generation, and a new random :meth:`stamp`); return the new generation."""
+        self.conn.execute(
+            "UPDATE scopes SET generation = generation + 1, stamp = ? WHERE id = ?",
+            (secrets.randbits(62) + 1, scope_id),
+        )
         return self.generation(scope_id)
+
+    def stamp(self, scope_id: int) -> int:
+        """The random number the scope's last write drew (0 before any since migration ``0011_scope_stamps``): the
+        same generation reached by other writes (a restored backup written again) has another."""
+        row = self.conn.execute("SELECT stamp FROM scopes WHERE id = ?", (scope_id,)).fetchone()
+        return int(row[0]) if row else -1
 
     def scope_names(self) -> list[str]:
         """Every scope that holds at least one message."""
@@ -592,6 +616,34 @@ class SQLiteStore:
         ).fetchone()
         return (int(row[0]), row[1], row[2], int(row[3]), int(row[4])) if row else None
 
+    def thread_tail(
+        self, scope_id: int, thread: str, sessions: Sequence[str]
+    ) -> tuple[tuple[int, str, str, int, int] | None, dict[str, int]]:
+        """The thread's latest message (:meth:`last_in_thread`) and the messages already in each of ``sessions``,
+        read together (both statements are sent before either is read)."""
+        last = self.conn.execute(
+            "SELECT id, role, session, round_id, turn_idx FROM messages WHERE scope_id = ? AND thread = ? "
+            "ORDER BY id DESC LIMIT 1",
+            (scope_id, thread),
+        )
+        names = list(dict.fromkeys(sessions))
+        sizes = (
+            self.conn.execute(
+                f"SELECT session, COUNT(*) FROM messages WHERE scope_id = ? AND session IN ({','.join('?' * len(names))}) "
+                "GROUP BY session",
+                (scope_id, *names),
+            )
+            if names
+            else None
+        )
+        row = last.fetchone()
+        counts = dict.fromkeys(names, 0)
+        counts.update({str(n): int(c) for n, c in sizes or ()})
+        return ((int(row[0]), row[1], row[2], int(row[3]), int(row[4])) if row else None), counts
+
+    def reserve_ids(self, counts: dict[str, int]) -> None:
+        """Ids for an add's new rows, drawn ahead where the store needs to (PostgreSQL); SQLite reads them back."""
+
     def session_size(self, scope_id: int, session: str) -> int:
         """Messages already in a session."""
         return int(
@@ -622,7 +674,7 @@ class SQLiteStore:
         cur = self.conn.execute(INSERT_MESSAGE, values)
         mid = int(cur.lastrowid)  # type: ignore[arg-type]
         if round_id is None:
-            self.conn.execute("UPDATE messages SET round_id = id WHERE id = ?", (mid,))
+            self.conn.execute("UPDATE messages SET round_id = id WHERE scope_id = ? AND id = ?", (scope_id, mid))
         return mid
 
     def insert_messages(
@@ -654,7 +706,9 @@ class SQLiteStore:
         was = [r0, *guess[1:]]
         fix = [(r, mid) for r, mid, w in zip(rounds, ids, was, strict=True) if r != w]
         if fix:  # the first row's own round; every round when the ids were not the predicted ones
-            self.conn.executemany("UPDATE messages SET round_id = ? WHERE id = ?", fix)
+            self.conn.executemany(
+                "UPDATE messages SET round_id = ? WHERE scope_id = ? AND id = ?", [(r, scope_id, m) for r, m in fix]
+            )
         return ids, rounds
 
     def insert_sentences(self, scope_id: int, rows: Sequence[tuple[int, SentenceRow]]) -> list[int]:
@@ -697,11 +751,11 @@ class SQLiteStore:
             args.append(thread)
         if limit is not None:
             sql = (
-                "SELECT ext_id, role, name, content, at, thread, session, metadata FROM messages "
-                f"WHERE id IN (SELECT id FROM messages WHERE scope_id = ?{' AND thread = ?' if thread is not None else ''} "
+                "SELECT ext_id, role, name, content, at, thread, session, metadata FROM messages WHERE scope_id = ? "
+                f"AND id IN (SELECT id FROM messages WHERE scope_id = ?{' AND thread = ?' if thread is not None else ''} "
                 "ORDER BY id DESC LIMIT ?) ORDER BY id"
             )
-            args.append(limit)
+            args = [scope_id, *args, limit]
         else:
             sql += " ORDER BY id"
         return [
@@ -744,14 +798,17 @@ class SQLiteStore:
             for r in rows
         ]
 
-    def message_details(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-        """Thread, speaker, text and time of message rows, by row id."""
+    def message_details(self, scope_id: int, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """Thread, speaker, text and time of a scope's message rows, by row id."""
         out: dict[int, dict[str, Any]] = {}
         for i in range(0, len(ids), 500):
             chunk = list(ids[i : i + 500])
             marks = ",".join("?" * len(chunk))
-            sql = f"SELECT id, ext_id, thread, role, name, content, at FROM messages WHERE id IN ({marks})"
-            for r in self.conn.execute(sql, chunk):
+            sql = (
+                "SELECT id, ext_id, thread, role, name, content, at FROM messages "
+                f"WHERE scope_id = ? AND id IN ({marks})"
+            )
+            for r in self.conn.execute(sql, (scope_id, *chunk)):
                 out[int(r[0])] = {
                     "ext_id": r[1],
                     "thread": r[2],
@@ -761,14 +818,15 @@ class SQLiteStore:
                 }
         return out
 
-    def sentence_texts(self, ids: Sequence[int]) -> dict[int, str]:
-        """Texts of sentence rows, by row id (ids not stored are absent)."""
+    def sentence_texts(self, scope_id: int, ids: Sequence[int]) -> dict[int, str]:
+        """Texts of a scope's sentence rows, by row id (ids not stored are absent)."""
         out: dict[int, str] = {}
         with self._lock:
             for i in range(0, len(ids), 500):
                 chunk = list(ids[i : i + 500])
                 marks = ",".join("?" * len(chunk))
-                for sid, text in self.conn.execute(f"SELECT id, text FROM sentences WHERE id IN ({marks})", chunk):
+                sql = f"SELECT id, text FROM sentences WHERE scope_id = ? AND id IN ({marks})"
+                for sid, text in self.conn.execute(sql, (scope_id, *chunk)):
                     out[int(sid)] = text
         return out
 
@@ -810,21 +868,29 @@ class SQLiteStore:
         n_msg = self.conn.execute("SELECT COUNT(*) FROM _del").fetchone()[0]
         if not n_msg:
             return {"messages": 0, "sentences": 0, "edges": 0, "vectors": 0, "threads": ()}
+        # every statement names the scope (a store sharded by scope reads one shard): the ids in _del are
+        # the scope's, and so are the rows that reference them
+        sc = (scope_id,)
         threads = tuple(
             r[0]
             for r in self.conn.execute(
-                "SELECT DISTINCT thread FROM messages WHERE id IN (SELECT id FROM _del) ORDER BY thread"
+                "SELECT DISTINCT thread FROM messages WHERE scope_id = ? AND id IN (SELECT id FROM _del) ORDER BY thread",
+                sc,
             )
         )
         n_sent = self.conn.execute(
-            "SELECT COUNT(*) FROM sentences WHERE message_id IN (SELECT id FROM _del)"
+            "SELECT COUNT(*) FROM sentences WHERE scope_id = ? AND message_id IN (SELECT id FROM _del)", sc
         ).fetchone()[0]
+        dead_sentences = "SELECT s.id FROM sentences s JOIN _del d ON s.message_id = d.id WHERE s.scope_id = ?"
         n_sedges = self.conn.execute(
-            "SELECT COUNT(*) FROM sentence_edges WHERE src IN (SELECT s.id FROM sentences s JOIN _del d "
-            "ON s.message_id = d.id) OR dst IN (SELECT s.id FROM sentences s JOIN _del d ON s.message_id = d.id)"
+            f"SELECT COUNT(*) FROM sentence_edges WHERE scope_id = ? AND (src IN ({dead_sentences}) "
+            f"OR dst IN ({dead_sentences}))",
+            (scope_id, scope_id, scope_id),
         ).fetchone()[0]
         n_tedges = self.conn.execute(
-            "SELECT COUNT(*) FROM turn_edges WHERE src IN (SELECT id FROM _del) OR dst IN (SELECT id FROM _del)"
+            "SELECT COUNT(*) FROM turn_edges WHERE scope_id = ? AND (src IN (SELECT id FROM _del) "
+            "OR dst IN (SELECT id FROM _del))",
+            sc,
         ).fetchone()[0]
         # bridge the chronological chain over deleted turns: prev -> next
         bridges = self.conn.execute(
@@ -834,21 +900,24 @@ class SQLiteStore:
                  WHERE e.scope_id = ? AND e.src NOT IN (SELECT id FROM _del) AND e.dst IN (SELECT id FROM _del)
                 UNION
                 SELECT w.start, e.dst FROM walk w JOIN turn_edges e ON e.src = w.cur
-                 WHERE w.cur IN (SELECT id FROM _del)
+                 WHERE e.scope_id = ? AND w.cur IN (SELECT id FROM _del)
             )
             SELECT start, cur FROM walk WHERE cur NOT IN (SELECT id FROM _del)
             """,
-            (scope_id,),
+            (scope_id, scope_id),
         ).fetchall()
         self.conn.execute(
-            "DELETE FROM sentence_edges WHERE src IN (SELECT s.id FROM sentences s JOIN _del d ON s.message_id = d.id)"
+            f"DELETE FROM sentence_edges WHERE scope_id = ? AND src IN ({dead_sentences})", (scope_id, scope_id)
         )
         self.conn.execute(
-            "DELETE FROM sentence_edges WHERE dst IN (SELECT s.id FROM sentences s JOIN _del d ON s.message_id = d.id)"
+            f"DELETE FROM sentence_edges WHERE scope_id = ? AND dst IN ({dead_sentences})", (scope_id, scope_id)
         )
-        self.conn.execute("DELETE FROM sentences WHERE message_id IN (SELECT id FROM _del)")
-        self.conn.execute("DELETE FROM turn_edges WHERE src IN (SELECT id FROM _del) OR dst IN (SELECT id FROM _del)")
-        self.conn.execute("DELETE FROM messages WHERE id IN (SELECT id FROM _del)")
+        self.conn.execute("DELETE FROM sentences WHERE scope_id = ? AND message_id IN (SELECT id FROM _del)", sc)
+        self.conn.execute(
+            "DELETE FROM turn_edges WHERE scope_id = ? AND (src IN (SELECT id FROM _del) OR dst IN (SELECT id FROM _del))",
+            sc,
+        )
+        self.conn.execute("DELETE FROM messages WHERE scope_id = ? AND id IN (SELECT id FROM _del)", sc)
         self.insert_turn_edges(scope_id, [(int(a), int(b)) for a, b in bridges])
         self.conn.execute("DELETE FROM _del")
         return {

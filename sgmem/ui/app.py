@@ -211,13 +211,13 @@ def create_app(
                 a["query"], scope=s, k=a["k"], mode=a["mode"], min_score=a["min_score"], kinds=_KINDS[a["kinds"]]
             )
             cutoff = a["min_score"]
-            if cutoff is None:  # the default cutoff, as search applied it to this query's hits
-                cutoff = memory._default_floor([h.relevance for h in hits], memory.min_relevance)
-        shown = [
-            {"hit": h, "parts": _highlight(h.text, (h.why or {}).get("sentence")), "channels": _channels(h)}
-            for h in hits
-        ]
-        return page(request, "search.html", scope=s, a=a, hits=shown, cutoff=cutoff, searched=bool(a["query"].strip()))
+            if cutoff is None:  # the default cutoff, as search applied it to the turns' relevance
+                turn_rel = [h.relevance for h in hits if h.memory_id is None]
+                # the query passed the cutoff when a hit came back on its own (not kept for a broad question)
+                passed = any(h.memory_id is None and not h.why.get("broad") for h in hits)
+                cutoff = memory._default_floor(turn_rel, memory.min_relevance, passed)
+        view = _arrange(hits, a["k"], lambda ids: memory.get(scope=s, message_ids=ids))
+        return page(request, "search.html", scope=s, a=a, cutoff=cutoff, searched=bool(a["query"].strip()), **view)
 
     def context_page(request: Request) -> Response:
         s = scope_arg(request)
@@ -310,9 +310,67 @@ def _run_sync_form(request: Request) -> Any:
     return run(read)
 
 
-def _channels(hit: Hit) -> list[tuple[str, float, float]]:
-    """``(channel, score, share of the largest)`` for each channel of ``hit.why``, largest first."""
+def _channel_values(hit: Hit) -> dict[str, float]:
     chans = (hit.why or {}).get("channels") or {}
-    vals = {k: float(v) for k, v in chans.items() if isinstance(v, (int, float))}
-    top = max((abs(v) for v in vals.values()), default=0.0) or 1.0
-    return [(k, v, abs(v) / top) for k, v in sorted(vals.items(), key=lambda kv: -abs(kv[1]))]
+    return {k: float(v) for k, v in chans.items() if isinstance(v, (int, float))}
+
+
+def _channels(hit: Hit, scale: float) -> list[tuple[str, float, float]]:
+    """``(channel, score, bar length)`` for each channel of ``hit.why``, largest first; every bar of the page is
+    on one ``scale`` (a lexical 0.5 is half a bar on every hit, not a full one where it is the hit's largest)."""
+    vals = _channel_values(hit)
+    return [(k, v, min(1.0, abs(v) / scale)) for k, v in sorted(vals.items(), key=lambda kv: -abs(kv[1]))]
+
+
+def _order(hits: list[Hit]) -> str:
+    """The measure the hits come ordered by: ``"relevance"`` when it never rises down the list, else ``"score"``
+    when that never rises (the ranking score orders them), else ``"rank"`` (neither: search's order as it is)."""
+    for measure in ("relevance", "score"):
+        vals = [float(getattr(h, measure)) for h in hits]
+        if all(a >= b - 1e-9 for a, b in zip(vals, vals[1:], strict=False)):
+            return measure
+    return "rank"
+
+
+def _arrange(hits: list[Hit], k: int, sources: Callable[[list[str]], list[Any]]) -> dict[str, Any]:
+    """The search page's entries: the turns (or chunks) in the order search returned them, each with the
+    generated memories (facts, summaries, insights) made from it; a generated memory none of whose source turns
+    is a hit is an entry of its own, with its source turns, while fewer than ``k`` entries are shown."""
+    turns = [h for h in hits if h.memory_id is None]
+    made = [h for h in hits if h.memory_id is not None]
+    order = _order(turns)
+    scale = max([1.0, *(abs(v) for h in hits for v in _channel_values(h).values())])
+    top_score = max((h.score for h in turns), default=0.0) or 1.0
+
+    def entry(h: Hit) -> dict[str, Any]:
+        return {
+            "hit": h,
+            "parts": _highlight(h.text, (h.why or {}).get("sentence")),
+            "channels": _channels(h, scale),
+            "gauge": h.relevance if order != "score" else max(0.0, h.score) / top_score,
+            "generated": [],
+            "sources": [],
+        }
+
+    entries = [entry(h) for h in turns[:k]]
+    alone: list[dict[str, Any]] = []
+    left_out = 0
+    for g in made:
+        home = next((e for e in entries if set(g.message_ids) & set(e["hit"].message_ids)), None)
+        if home is not None:
+            home["generated"].append(g)
+        elif len(entries) + len(alone) < k:
+            e = entry(g)
+            e["gauge"] = g.relevance
+            e["sources"] = sources(list(g.message_ids)) if g.message_ids else []
+            alone.append(e)
+        else:
+            left_out += 1
+    return {
+        "hits": entries,
+        "alone": alone,
+        "left_out": left_out,
+        "order": order,
+        "broad": any((h.why or {}).get("broad") for h in turns),
+        "n_generated": sum(len(e["generated"]) for e in entries) + len(alone),
+    }

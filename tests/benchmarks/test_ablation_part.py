@@ -151,6 +151,22 @@ def test_the_settings_are_chosen_with_each_benchmark_weighing_one_half() -> None
     assert q["held_out"]["user"][RRF] == pytest.approx([30.0, 60.0, 100.0])
 
 
+def test_each_question_fold_chooses_without_its_own_questions() -> None:
+    """The point helps only the questions of fold 0 (q0, q3: folds go round robin) and costs the others a
+    little: fold 0, held out, is chosen for on folds 1 and 2 alone (the shipped point); folds 1 and 2, which
+    see fold 0's questions in training, take it."""
+    raw = _settings_raw(3)
+    better = "assistant_weight=1, session_spread=0.1"
+    for data in raw["longmemeval"]["protocols"].values():
+        data["values"][better] = {
+            q: [0.6, 1.0, 1.0] if q in ("q0", "q3") else [0.2, 0.3, 1.0] for q in data["values"][ALL_ON]
+        }
+    q = settings_cv(raw)["questions"]
+    assert q["choices"] == [ALL_ON, better, better]
+    # held out: fold 0's questions under the shipped point (0.4), the others under the point (0.3)
+    assert q["held_out"]["user"]["sgmem"][1] == pytest.approx(100 * (2 * 0.4 + 4 * 0.3) / 6)
+
+
 def test_a_setting_that_changes_nothing_keeps_the_shipped_point() -> None:
     raw = _settings_raw(3)
     for data in raw["longmemeval"]["protocols"].values():

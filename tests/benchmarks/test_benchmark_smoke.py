@@ -297,10 +297,12 @@ def test_engine_scale_times_the_queries_of_a_store_built_before(
         == 0
     )
     text = capsys.readouterr().out
-    assert "| hybrid |" in text and "| vector |" in text and "| flat_1t |" in text, text
+    assert "| hybrid |" in text and "| vector |" in text and "| flat |" in text, text
+    assert "baseline FAISS flat on 1 thread, as sgmem's scan" in text, text  # as many threads as sgmem's scan
     assert "| hnsw |" not in text, text  # no HNSW baseline built
     res = json.loads((tmp_path / "q.json").read_text())
     assert res["sentences"] >= 300 and res["queries"] == 3 and res["hybrid_p50"] > 0
+    assert res["scan_threads"] == 1 and res["flat_config"] == "1 thread, as sgmem's scan"
     assert "vector_ann_p50" not in res and "edge_recall" not in res
 
 

@@ -105,17 +105,24 @@ class _SlowReplaceOS:
 def _inject(fault: str, current: list[int]) -> None:
     kind, _, nth = fault.partition(":")
     if kind == "tx":
-        original = SQLiteStore.insert_sentences
+        from sgmem.store.postgres import PostgresStore
+
         left = [int(nth)]
 
-        def slow_insert(self: SQLiteStore, scope_id: int, rows: Any) -> list[int]:
-            left[0] -= 1
-            if left[0] == 0:
-                print(f"INTX {current[0]}", flush=True)
-                time.sleep(PAUSE_S)
-            return original(self, scope_id, rows)
+        def slowed(original: Any) -> Any:
+            def slow_insert(self: SQLiteStore, scope_id: int, rows: Any) -> list[int]:
+                left[0] -= 1
+                if left[0] == 0:
+                    if getattr(self.conn, "pipe", None) is not None:
+                        self.conn.pipe.sync()  # the add's rows so far reach the server before the pause
+                    print(f"INTX {current[0]}", flush=True)
+                    time.sleep(PAUSE_S)
+                return original(self, scope_id, rows)  # type: ignore[no-any-return]
 
-        SQLiteStore.insert_sentences = slow_insert  # type: ignore[method-assign]
+            return slow_insert
+
+        SQLiteStore.insert_sentences = slowed(SQLiteStore.insert_sentences)  # type: ignore[method-assign]
+        PostgresStore.insert_sentences = slowed(PostgresStore.insert_sentences)  # type: ignore[method-assign]
     elif kind == "save":
         cachefiles_module.os = _SlowReplaceOS(int(nth))  # type: ignore[assignment]
 

@@ -60,7 +60,7 @@ def test_the_hnsw_index_is_saved_and_reused(tmp_path: Path) -> None:
     assert loaded and all(n for n in loaded.values()), loaded
 
 
-@pytest.mark.parametrize("how", ["garbage", "truncated", "empty", "missing", "flipped"])
+@pytest.mark.parametrize("how", ["garbage", "truncated", "empty", "missing", "flipped", "flipped in place"])
 def test_a_damaged_hnsw_cache_is_ignored_and_rebuilt(tmp_path: Path, how: str) -> None:
     emb = FastEmbedder()
     store = tmp_path / "store"
@@ -77,10 +77,16 @@ def test_a_damaged_hnsw_cache_is_ignored_and_rebuilt(tmp_path: Path, how: str) -
             f.write_bytes(b"")
         elif how == "missing":
             f.unlink()
-        else:
+        elif how == "flipped":
             arr = bytearray(data)  # one code byte changed: same size, loads fine, wrong content
             arr[-8] ^= 0x40
             f.write_bytes(bytes(arr))
+        else:  # the same, written into the same file with its modification time set back: only its digest tells
+            st = f.stat()
+            with open(f, "r+b") as fh:
+                fh.seek(len(data) - 8)
+                fh.write(bytes([data[-8] ^ 0x40]))
+            os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert all(n is None for n in _loaded_ann(store, emb.dim).values()), "a damaged HNSW file was trusted"
     with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
         assert _answers(mem) == expected  # edges live in SQLite: answers never depend on the cache

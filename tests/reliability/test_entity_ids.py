@@ -86,6 +86,10 @@ def test_an_old_sqlite_store_keeps_its_entity_ids_and_continues_after_them(tmp_p
     assert new, "the entity-id migration follows 0008"
     db.executemany("DELETE FROM migrations WHERE name = ?", [(n,) for n in new])  # as sgmem 0008 left it
     db.execute("ALTER TABLE sentences DROP COLUMN act")  # (0010_sentence_acts)
+    db.execute("ALTER TABLE scopes DROP COLUMN stamp")  # (0011_scope_stamps)
+    for table in ("derived_sources", "derived_versions"):  # (0012_scope_keys)
+        db.execute(f"ALTER TABLE {table} DROP COLUMN scope_id")
+    db.execute("DROP TABLE message_versions")  # (0013_message_versions)
     db.commit()
     db.close()
     with sgmem.Memory(path, embedder=FastEmbedder(), config=ENTITIES) as mem:

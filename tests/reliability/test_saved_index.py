@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import stat
 from pathlib import Path
 from typing import Any
@@ -129,28 +130,41 @@ def test_the_cache_files_are_the_owners_alone(tmp_path: Path) -> None:
         assert stat.S_IMODE(p.stat().st_mode) == 0o600, p.name
 
 
+def _unstamped(store: Path) -> None:
+    """The store as an sgmem from before stamps (schema 10) leaves it: every scope's stamp 0, and a write by
+    such a process (one still running beside an upgraded one) draws none."""
+    db = sqlite3.connect(store / "sgmem.db")
+    db.execute("UPDATE scopes SET stamp = 0")
+    db.commit()
+    db.close()
+
+
 def test_files_from_before_another_writer_deleted_rows_are_not_used(tmp_path: Path, rows_read: list[int]) -> None:
-    """Caught by the generation: the rows the files hold at the probes are all still stored."""
+    """Caught by the generation: the rows the files hold at the probes are all still stored, and the writer, an
+    sgmem from before stamps, drew no new stamp."""
     emb = FastEmbedder()
     store = tmp_path / "store"
     with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
         _fill(mem, range(12))
-        _answers(mem)
+    _unstamped(store)
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        _answers(mem)  # loaded: saved at close, with stamp 0
     shutil.copytree(store / "faiss", tmp_path / "old")
     with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:  # another writer, killed before its save
         receipt = mem.delete(scope=SCOPES[0], message_ids=["b000004-m1", "b000004-m2"])
         assert receipt.messages == 2
+    _unstamped(store)
     shutil.rmtree(store / "faiss")
     shutil.copytree(tmp_path / "old", store / "faiss", copy_function=shutil.copy2)
     _restore_signatures(store / "faiss")  # the same files as saved, as if never copied
     got, rebuilt = _reopened(store, emb, rows_read)
-    assert rebuilt
     assert not {"b000004-m1", "b000004-m2"} & {i for hits in got for i in hits}
     assert got == _rebuilt_answers(store, emb, tmp_path)
+    assert rebuilt
 
 
 def test_files_from_another_history_of_the_database_are_not_used(tmp_path: Path, rows_read: list[int]) -> None:
-    """A backup restored and written again up to the same generation: caught by the probe rows."""
+    """A backup restored and written again up to the same generation: caught by the stamp of that write."""
     emb = FastEmbedder()
     store = tmp_path / "store"
     with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
@@ -178,6 +192,177 @@ def test_files_from_another_history_of_the_database_are_not_used(tmp_path: Path,
     assert rebuilt
     assert not any(i.startswith(("b000008", "b000009", "b000010", "b000011")) for hits in got for i in hits)
     assert got == _rebuilt_answers(store, emb, tmp_path)
+
+
+def _diary(city: str) -> list[dict[str, Any]]:
+    """A thread of 21 turns; turn 6, neither the first, the middle nor the last, names ``city``."""
+    at = "2024-03-01T09:00:00Z"
+    notes = [{"id": f"d{i}", "role": "user", "content": f"Diary note {i}: the garden needed water.", "at": at}
+             for i in range(21)]  # fmt: skip
+    notes[6] = {"id": "d6", "role": "user", "content": f"I moved to {city} last spring.", "at": at}
+    return notes
+
+
+def _restore_db(store: Path, backup: Path) -> None:
+    for extra in ("sgmem.db-wal", "sgmem.db-shm"):
+        (store / extra).unlink(missing_ok=True)
+    shutil.copy2(backup, store / "sgmem.db")
+
+
+def test_a_restored_backup_written_again_with_one_middle_turn_changed_is_not_served_stale(
+    tmp_path: Path, rows_read: list[int]
+) -> None:
+    """The same thread written again after a restore, one turn no probe row reads changed to a text of the
+    same size: dates, ids, generation and row counts all equal the saved files'."""
+    emb = FastEmbedder()
+    store = tmp_path / "store"
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        mem.add(batch(0, BATCH), scope="u", thread="intro")
+    shutil.copy2(store / "sgmem.db", tmp_path / "backup.db")
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        mem.add(_diary("Paris"), scope="u", thread="diary")
+        assert mem.search("I moved to Paris", scope="u", k=1)[0].message_ids == ("d6",)
+    saved = tmp_path / "saved"
+    shutil.copytree(store / "faiss", saved, copy_function=shutil.copy2)
+    _restore_db(store, tmp_path / "backup.db")
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:  # the diary again, turn 6 rewritten
+        mem.add(_diary("Milan"), scope="u", thread="diary")
+    shutil.rmtree(store / "faiss")  # the files of before the restore, as a writer killed before its save left them
+    shutil.copytree(saved, store / "faiss", copy_function=shutil.copy2)
+    _restore_signatures(store / "faiss")
+    meta = json.loads((store / "faiss" / "scope-1.json").read_text())
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        assert mem._store.generation(1) == meta["generation"]
+        assert mem.stats("u").scopes[0].messages == meta["n_turns"]
+    rows_read.clear()
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        got = _paris(mem)
+    rebuilt = bool(rows_read)
+    copy = tmp_path / "no-cache"
+    shutil.copytree(store, copy)
+    shutil.rmtree(copy / "faiss")
+    with sgmem.Memory(copy, embedder=emb, config=HNSW) as mem:
+        # the Milan turn at the Milan text's own relevance (stale, its Paris vector gave it 0.756)
+        assert got == _paris(mem)
+    assert rebuilt
+
+
+def _paris(mem: sgmem.Memory) -> list[tuple[Any, ...]]:
+    hits = mem.search("I moved to Paris", scope="u", k=5, min_score=0)
+    return [(h.message_ids, h.text, round(h.score, 6), round(h.relevance, 6)) for h in hits]
+
+
+def test_files_written_by_another_sgmem_version_are_not_used(tmp_path: Path, rows_read: list[int]) -> None:
+    """Persisted files record the library's version; another version's files are rebuilt, never read as ours."""
+    emb = FastEmbedder()
+    store = tmp_path / "store"
+    with sgmem.Memory(store, embedder=emb, config=HNSW) as mem:
+        _fill(mem, range(6))
+        before = _answers(mem)
+    for meta_path in (store / "faiss").glob("scope-*.json"):
+        meta = json.loads(meta_path.read_text())
+        meta["library"] = "0.0.1"  # everything else as saved
+        meta_path.write_text(json.dumps(meta))
+    got, rebuilt = _reopened(store, emb, rows_read)
+    assert rebuilt and got == before
+
+
+#: a dog's chat whose two replies say nothing in words no rule lists (the classifier reads them as non-answers,
+#: the word rules as statements); the first, middle and last sentences (the probe rows) read alike for both
+PUPPY = [
+    {"id": "p0", "role": "user", "content": "We adopted a puppy called Biscuit last spring."},
+    {"id": "p1", "role": "assistant", "content": "What breed is Biscuit?"},
+    {"id": "p2", "role": "user", "content": "I couldn't tell you, it's been ages."},
+    {"id": "p3", "role": "assistant", "content": "Does Biscuit like walks?"},
+    {"id": "p4", "role": "user", "content": "Biscuit loves long walks by the river."},
+    {"id": "p5", "role": "assistant", "content": "Hmm, I'd have to check my notes on that."},
+    {"id": "p6", "role": "user", "content": "My sister lives in Lisbon."},
+]
+
+
+def _breed(mem: sgmem.Memory) -> list[tuple[Any, ...]]:
+    hits = mem.search("What breed is Biscuit?", scope="u", k=7, min_score=0)
+    return [(h.message_ids, round(h.score, 6), round(h.relevance, 6)) for h in hits]
+
+
+def test_files_saved_under_another_act_classifier_are_not_used(
+    tmp_path: Path, rows_read: list[int], embedder: sgmem.Embedder
+) -> None:
+    """Switching ``Config.acts`` reads every sentence's act anew and stores it; files of the former
+    classifier's acts, left by a process killed before its save, would rank by the old acts."""
+    rules, model = sgmem.Config(acts="rules"), sgmem.Config(acts="model")
+    store = tmp_path / "store"
+    with sgmem.Memory(store, embedder=embedder, config=rules) as mem:
+        mem.add(PUPPY, scope="u", thread="t", at="2024-03-01T10:00:00Z")
+        _breed(mem)  # loaded: saved at close with the rules' acts
+    saved = tmp_path / "saved"
+    shutil.copytree(store / "faiss", saved, copy_function=shutil.copy2)
+    with sgmem.Memory(store, embedder=embedder, config=model) as mem:
+        _breed(mem)  # the classifier reads and stores every act (no write: the generation is the same)
+    shutil.rmtree(store / "faiss")
+    shutil.copytree(saved, store / "faiss", copy_function=shutil.copy2)
+    _restore_signatures(store / "faiss")
+    rows_read.clear()
+    with sgmem.Memory(store, embedder=embedder, config=model) as mem:
+        got = _breed(mem)
+    rebuilt = bool(rows_read)
+    copy = tmp_path / "no-cache"
+    shutil.copytree(store, copy)
+    shutil.rmtree(copy / "faiss")
+    with sgmem.Memory(copy, embedder=embedder, config=model) as mem:
+        assert got == _breed(mem)
+    assert rebuilt
+
+
+def _pre_stamp_store(path: Path, emb: FastEmbedder, texts: list[str], ids: str) -> None:
+    """A store of one thread whose scope was last written before stamps existed (stamp 0), index files saved."""
+    at = "2024-03-01T10:00:00Z"
+    with sgmem.Memory(path, embedder=emb) as mem:
+        mem.add(
+            [{"id": f"{ids}{i}", "role": "user", "content": t, "at": at} for i, t in enumerate(texts)],
+            scope="u",
+            thread="t",
+        )
+    _unstamped(path)
+    with sgmem.Memory(path, embedder=emb) as mem:
+        mem.search("anything", scope="u")  # the index loaded: saved at close, with stamp 0
+
+
+MINE = ["I grow tomatoes on the balcony.", "The tomatoes need water daily.", "My balcony faces south."]
+
+
+@pytest.mark.parametrize(
+    ("theirs", "ids"),
+    [
+        # the probe rows' ids, dates, owners and acts are the same: their vectors tell the stores apart
+        (["We sail to Corsica in August.", "The boat sleeps six people.", "Corsica has great beaches."], "m"),
+        # the same texts under other ids (the chat imported by another tool): the probe rows' ids do
+        (MINE, "imported-"),
+    ],
+    ids=["other texts", "other ids"],
+)
+def test_files_of_another_store_of_the_same_shape_are_not_used(
+    tmp_path: Path, rows_read: list[int], theirs: list[str], ids: str
+) -> None:
+    """Stores whose scopes were not written since stamps were added (both 0): the probe rows tell them apart."""
+    emb = FastEmbedder()
+    store, other = tmp_path / "store", tmp_path / "other"
+    _pre_stamp_store(store, emb, MINE, "m")
+    _pre_stamp_store(other, emb, theirs, ids)
+    shutil.rmtree(store / "faiss")
+    shutil.copytree(other / "faiss", store / "faiss")
+    _restore_signatures(store / "faiss")
+    query = "Where do we sail in August?"
+    rows_read.clear()
+    with sgmem.Memory(store, embedder=emb) as mem:
+        got = [(h.message_ids, round(h.score, 6)) for h in mem.search(query, scope="u", k=3)]
+    rebuilt = bool(rows_read)
+    copy = tmp_path / "no-cache"
+    shutil.copytree(store, copy)
+    shutil.rmtree(copy / "faiss")
+    with sgmem.Memory(copy, embedder=emb) as mem:
+        want = [(h.message_ids, round(h.score, 6)) for h in mem.search(query, scope="u", k=3)]
+    assert got == want and rebuilt
 
 
 @pytest.mark.parametrize("how", ["rewritten", "truncated", "other-store"])

@@ -102,6 +102,43 @@ def test_deleted_text_is_in_no_file_when_delete_returns(tmp_path: Path, how: str
     assert leaks(path, needles) == []
 
 
+@pytest.mark.parametrize("torn", [".columns", ".sentences.faiss", ".json"])
+def test_a_cache_save_torn_part_way_leaves_no_deleted_text(
+    tmp_path: Path, torn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk (or a kill) between a cache file's write and its rename leaves the temporary file: deleting
+    what it holds removes it too, before the receipt says the text is gone."""
+    import errno
+
+    from sgmem.retrieval import cachefiles
+
+    path = tmp_path / "store"
+    tag = "zt" + secrets.token_hex(2)
+    secret, needles = _secret_messages(tag)
+    thread = f"thread-{tag}-private"
+    real = os.replace
+
+    def full_disk(src: object, dst: object) -> None:
+        if str(src).endswith(torn + ".tmp"):
+            raise OSError(errno.ENOSPC, "No space left on device", str(src))
+        real(src, dst)  # type: ignore[arg-type]
+
+    with sgmem.Memory(path, embedder=EMB) as mem:
+        mem.add(_filler(5), scope="a", thread="keep")
+        mem.add(secret, scope="a", thread=thread)
+        mem.search("locker code", scope="a")  # the index is saved at close: the save fails part-way
+        monkeypatch.setattr(cachefiles.os, "replace", full_disk)
+    monkeypatch.undo()
+    assert list((path / "faiss").glob("*.tmp")), "the torn save left its temporary file"
+    assert leaks(path, [thread]), "the test can see the thread name in it"
+    with sgmem.Memory(path, embedder=EMB) as mem:
+        receipt = mem.delete(scope="a")
+        assert receipt.messages == 7 and receipt.scrubbed
+        assert leaks(path, [*needles, thread]) == []
+        assert list((path / "faiss").glob("scope-1.*")) == []  # vectors leak what was said too
+    assert leaks(path, [*needles, thread]) == []
+
+
 CHILD = """
 import sys
 sys.path.insert(0, {root!r})

@@ -246,3 +246,26 @@ def test_the_chat_benchmark_chooses_each_fold_without_its_held_out_conversation(
     chosen = choose_left_out(values, settings, ["a", "b", "c"], ["clean", "echo"])
     assert chosen["c"] == {}  # chosen on a and b only
     assert chosen["a"] == {"hybrid.question_weight": 0.5}  # b and c: 1.0 vs 0.9 → the second setting
+
+
+def test_the_assistants_words_lend_a_neighbouring_turn_less_than_the_users() -> None:
+    """A word found only in the next turn lifts a turn's lexical score (chronological chaining); when the
+    assistant said it, by ``HybridConfig.assistant_weight`` less, as the assistant's own turn weighs."""
+    from .helpers import HashEmbedder
+
+    def lexical_of_the_opener(second: dict[str, str]) -> float:
+        turns = [
+            {"role": "user", "name": "Sam", "content": "Here is what happened yesterday.", "id": "t1"},
+            {**second, "content": "The zebra festival in Tromso starts on Friday.", "id": "t2"},
+            {"role": "user", "name": "Sam", "content": "Something else entirely about cooking.", "id": "t3"},
+        ]
+        with sgmem.Memory(embedder=HashEmbedder()) as mem:
+            mem.add(turns, scope="s", thread="t", at=DAY)
+            hits = mem.search("zebra festival Tromso", scope="s", k=5, min_score=0)
+        (opener,) = [h for h in hits if h.message_ids == ("t1",)]
+        return float(opener.why["channels"]["lexical"])
+
+    by_assistant = lexical_of_the_opener({"role": "assistant"})
+    by_user = lexical_of_the_opener({"role": "user", "name": "Kim"})
+    assert 0 < by_assistant < by_user
+    assert by_assistant == pytest.approx(by_user * sgmem.HybridConfig().assistant_weight)

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import sgmem
-from sgmem.store.conninfo import redact, scrub, without_passwords
+from sgmem.targets import redact, scrub, without_passwords
 
 from .helpers import HashEmbedder
 
@@ -154,3 +154,33 @@ def test_saved_state_repr_and_pickle_never_hold_the_password(
                 assert password not in text and quote(password, safe="") not in text, (target, text)
             assert password.encode() not in blob and quote(password, safe="").encode() not in blob
             assert SGMemMemory.from_dict(mem.to_dict()).memory is store  # still the same store, by its saved form
+
+
+def test_libpqs_own_reading_removes_a_password_the_text_rules_miss(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The text rules stand in here for a future gap in them: they take nothing out. libpq's reading of the
+    string (psycopg installed) still leaves no password in saved state, a shown URL or an error."""
+    from sgmem import targets
+
+    monkeypatch.setattr(targets, "_hide_url", lambda target, mask: target)
+    monkeypatch.setattr(targets, "_hide_kv", lambda target, mask: target)
+    for target in (
+        "postgresql://app:s3cr3t-pw@db.example/agents",
+        "host=db.example password=s3cr3t-pw dbname=agents",
+        "postgresql://app@db.example/agents?sslpassword=s3cr3t-pw",
+    ):
+        saved, shown = without_passwords(target), redact(target)
+        assert "s3cr3t-pw" not in saved and "s3cr3t-pw" not in shown, target
+        assert _reading(saved).get("host") == "db.example" and "***" in shown
+        assert "s3cr3t-pw" not in scrub(f"could not connect with {target}", target)
+
+
+def test_without_psycopg_a_percent_encoded_password_is_scrubbed_as_it_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the postgres extra there is no libpq reading: the URL's own text is all there is, and a driver
+    message may show the password decoded."""
+    from sgmem import targets
+
+    monkeypatch.setattr(targets, "_libpq_reading", lambda target: None)
+    target = "postgresql://app:p%40ss%2Fw0rd@db.example/agents"
+    said = 'FATAL: password "p@ss/w0rd" for role "app" at db.example was rejected; url ' + target
+    out = scrub(said, target)
+    assert "p@ss/w0rd" not in out and "p%40ss%2Fw0rd" not in out and 'role "app"' in out

@@ -194,6 +194,8 @@ def test_a_session_drawn_twice_into_a_haystack_is_stored_twice_and_scored_as_one
         ingest_haystack(mem, q, "all")
         hits = mem.search("bread or dogs", scope="q", k=20, mode="vector", min_score=0)
         assert sorted(turns_of(hits)) == sorted(stored)  # every turn of every copy kept
+        # each copy a conversation of its own, as the chat held it twice: not its turns in the original's thread
+        assert sorted(mem.threads(scope="q")) == sorted(keys)
     rep = evaluate_longmemeval([q], protocol="all", embedder=embedder, ks=(1, 2))
     assert rep.n_questions == 1
     assert rep.mean(SYSTEMS[0], "turn", "recall@2") == 100.0

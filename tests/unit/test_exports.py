@@ -35,6 +35,7 @@ SGMEM_ALL = [
     "Limits",
     "Memory",
     "MemoryVersion",
+    "MessageVersion",
     "Message",
     "NotFoundError",
     "PyramidConfig",

@@ -149,6 +149,31 @@ def test_opening_never_makes_a_read_only_database_writable(embedder: sgmem.Embed
     db.chmod(0o600)
 
 
+def _files(directory: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(directory)): (p.stat().st_size, p.stat().st_mtime_ns) for p in directory.rglob("*")}
+
+
+def test_a_read_only_opening_leaves_the_store_folder_as_it_was(embedder: sgmem.Embedder, store_path: Path) -> None:
+    with sgmem.Memory(store_path, embedder=embedder) as mem:
+        add_sample(mem)
+    before = _files(store_path)
+    assert "sgmem.db-wal" not in before  # a store closed by its last writer: the database file alone
+    with sgmem.Memory(store_path, embedder=embedder, read_only=True) as ro:
+        assert ro.search("What is my cat called?", scope="alice")[0].message_ids == ("c1",)
+    assert _files(store_path) == before
+    # while a writer has it open, the log files are the writer's: a reader closing leaves them, and the writer's
+    # later writes are all there
+    with sgmem.Memory(store_path, embedder=embedder) as writer:
+        writer.add([dict(CAT_THREAD[0], id="w1")], scope="alice", thread="chat-2", at=DAY1)
+        with sgmem.Memory(store_path, embedder=embedder, read_only=True) as ro:
+            assert ro.get(scope="alice", message_ids=["w1"])
+        assert (store_path / "sgmem.db-wal").exists()
+        writer.add([dict(CAT_THREAD[0], id="w2")], scope="alice", thread="chat-2", at=DAY1)
+    with sgmem.Memory(store_path, embedder=embedder, read_only=True) as ro:
+        assert {m.id for m in ro.get(scope="alice", message_ids=["w1", "w2"])} == {"w1", "w2"}
+    assert not (store_path / "sgmem.db-wal").exists() and not (store_path / "sgmem.db-shm").exists()
+
+
 def test_read_only_needs_an_existing_store(embedder: sgmem.Embedder, store_path: Path) -> None:
     with pytest.raises(sgmem.StoreError, match="read-only"):
         sgmem.Memory(store_path, embedder=embedder, read_only=True)

@@ -47,10 +47,32 @@ def test_the_stores_read_the_version_without_importing_the_package_face() -> Non
         assert "sgmem._version.__version__" in mods
 
 
+#: the tools, the inspector and saved adapter state: they call the facade and tell store targets apart by text
+#: (sgmem.targets), and never reach into a store's modules for it
+FACES = ("saved.py", "tools.py", "mcp.py", "ui/__init__.py", "ui/app.py", "ui/guard.py", "ui/graph.py")
+
+
+def test_the_tools_and_the_inspector_import_no_store_module() -> None:
+    for name in FACES:
+        bad = {m for m in _imports(ROOT / name) if m == "sgmem.store" or m.startswith("sgmem.store.")}
+        assert not bad, f"{name} imports {sorted(bad)}"
+
+
+def test_store_targets_are_read_without_any_sgmem_module() -> None:
+    mods = _imports(ROOT / "targets.py")
+    assert not {m for m in mods if m.startswith("sgmem")}, sorted(mods)
+    # the faces that take a store's URL use these helpers, not copies of their own
+    for name in ("saved.py", "ui/__init__.py"):
+        assert "sgmem.targets.is_postgres_target" in _imports(ROOT / name), name
+
+
 def test_the_checker_catches_an_import_hidden_in_a_function() -> None:
     src = "def f():\n    from ..cli import load\n    from ..eval.corpus import corpus_streams\n"
     mods = _imports(ROOT / "gate" / "calibrate.py", src)
     assert {"sgmem.cli", "sgmem.eval.corpus"} <= mods
+    # the faces' check too: the way saved state and the inspector reached the store's URL helpers before
+    src = "from .store.conninfo import redact\nfrom .store.postgres import is_postgres_target\n"
+    assert {"sgmem.store.conninfo", "sgmem.store.postgres"} <= _imports(ROOT / "saved.py", src)
 
 
 def test_one_version_everywhere() -> None:

@@ -21,6 +21,7 @@ import pytest
 
 import sgmem
 from sgmem.store.postgres import scope_token
+from tests.pg import makes_its_own_tables
 
 from .helpers import HashEmbedder
 
@@ -100,8 +101,8 @@ def _fill(url: str, fake: HashEmbedder, config: sgmem.Config) -> None:
         mem.add([{"role": "user", "content": t} for t in BOB], scope="bob", thread="t")
     with psycopg.connect(url, autocommit=True) as owner:  # a superseded version per fact (as a merge keeps one)
         owner.execute(
-            "INSERT INTO derived_versions (memory_id, version, text, vec, cause, at, recorded_at, sources) "
-            "SELECT id, 0, text || ' (old)', vec, 'add', at, at, '[]' FROM derived"
+            "INSERT INTO derived_versions (scope_id, memory_id, version, text, vec, cause, at, recorded_at, sources) "
+            "SELECT scope_id, id, 0, text || ' (old)', vec, 'add', at, at, '[]' FROM derived"
         )
         counts = owner.execute(
             "SELECT (SELECT COUNT(*) FROM derived_sources), (SELECT COUNT(*) FROM derived_versions)"
@@ -124,10 +125,39 @@ def _visible(conn) -> dict[str, int]:  # type: ignore[no-untyped-def]
     return {t: conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in _tables(conn) if t not in UNSCOPED}
 
 
+@makes_its_own_tables
+@pytest.mark.parametrize("before", ["row security first", "partitions first"])
+def test_a_partition_read_directly_shows_only_the_scope_set(
+    pg_url: str, fake: HashEmbedder, app_role: Role, before: str
+) -> None:
+    """A store partitioned by scope (sgmem.store.partition): a client that reads a partition itself, not through
+    its parent, still sees no scope's rows without sgmem.scope, and only that scope's with it."""
+    from sgmem.store.partition import partition_by_scope
+
+    if before == "partitions first":
+        partition_by_scope(pg_url, partitions=4)
+        _fill(pg_url, fake, PLAIN)
+    else:  # the policies exist when the tables are partitioned: each partition gets them
+        with sgmem.Memory(pg_url, embedder=fake, config=PLAIN):
+            pass
+        partition_by_scope(pg_url, partitions=4)
+        _fill(pg_url, fake, PLAIN)
+    _grant(pg_url, app_role)
+    with app_role.connect() as c:
+        parts = [t for t in _tables(c) if t.startswith("messages_p")]
+        assert len(parts) == 4
+        seen = _visible(c)
+        assert seen == dict.fromkeys(seen, 0), f"rows visible with no sgmem.scope: {seen}"
+        c.execute("SELECT set_config('sgmem.scope', 'bob', false)")
+        texts = {r[0] for p in parts for r in c.execute(f'SELECT content FROM "{p}"')}
+        assert texts == set(BOB)
+
+
 def test_every_table_of_scope_rows_shows_nothing_without_a_scope(
     pg_url: str, fake: HashEmbedder, app_role: Role
 ) -> None:
-    """derived_sources and derived_versions (no scope_id column) are guarded like every other table."""
+    """derived_sources and derived_versions (the scope's memories' links and versions) are guarded like every
+    other table."""
     _fill(pg_url, fake, PLAIN)
     _grant(pg_url, app_role)
     with app_role.connect() as c:
@@ -304,6 +334,7 @@ def test_every_scope_adds_entities_under_row_security(pg_url: str, fake: HashEmb
         _entities_per_scope(mem, ("alice", "bob", "carol"))
 
 
+@makes_its_own_tables  # an ordinary role creates them
 def test_a_store_owned_by_an_ordinary_role_migrates_its_entity_ids_under_row_security(
     pg_url: str, fake: HashEmbedder, app_role: Role
 ) -> None:

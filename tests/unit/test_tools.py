@@ -53,7 +53,7 @@ def test_remember_then_forget_by_thread_and_by_id(memory: sgmem.Memory) -> None:
         (lambda t: t.recall("alice", "cat", k=51), "k"),
         (lambda t: t.context("alice", "cat", budget_tokens=8001), "budget_tokens"),
         (lambda t: t.forget("alice"), "message_ids"),
-        (lambda t: t.forget("alice", message_ids=["c1"], thread="chat-1"), "not both"),
+        (lambda t: t.forget("alice", message_ids=["c1"], thread="chat-1"), "both message_ids and thread"),
         (lambda t: t.forget("alice", message_ids=["c1", "zz"]), "zz"),
         (lambda t: t.forget("bob", message_ids=["c1"]), "c1"),  # alice's id, asked of another scope
         (lambda t: t.forget("alice", thread="nope"), "nope"),

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 import sgmem
@@ -81,3 +82,38 @@ def test_the_legacy_memory_takes_a_100000_character_input(mem: sgmem.Memory) -> 
     legacy = SGMemMemory(memory=mem, scope="alice", thread="t")
     block = legacy.load_memory_variables({"input": LONG})[legacy.memory_key]
     assert "2am" in block
+
+
+def test_a_message_of_exactly_the_limit_and_a_newline_never_fails_a_turn(small: sgmem.Memory) -> None:
+    """Cut at the limit, its last part was the newline alone: a blank message, which the store refuses."""
+    text = LONG[:20_000] + "\n"
+    history = SGMemChatMessageHistory(small, scope="alice", thread="history")
+    history.add_messages([HumanMessage(content=text)])
+    assert [m.content for m in history.messages] == [text]
+    model = RecordingChatModel(reply="Got it.")
+    agent = create_agent(
+        model, tools=[], middleware=[SGMemMiddleware(small, scope="alice")], checkpointer=InMemorySaver()
+    )
+    out = agent.invoke({"messages": [{"role": "user", "content": text}]}, {"configurable": {"thread_id": "turn"}})
+    assert out["messages"][-1].content == "Got it."
+    replay = SGMemChatMessageHistory(small, scope="alice", thread="turn").messages
+    assert [m.content for m in replay] == [text, "Got it."]
+
+
+def test_a_long_message_in_the_prompt_is_not_recalled_into_it_again(small: sgmem.Memory) -> None:
+    huge = LONG[:45_000] + "The end."  # three parts: lines 0 to about 560, to about 1120, the rest
+    recalls: list[sgmem.RecallTrace] = []
+    model = RecordingChatModel(reply="Read it.")
+    # a budget the log's last part (about 1,500 tokens) fits in: recalled, it would be injected a second time
+    middleware = SGMemMiddleware(small, scope="alice", on_recall=recalls.append, budget_tokens=8000)
+    agent = create_agent(model, tools=[], middleware=[middleware], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "big"}}
+    agent.invoke({"messages": [{"role": "user", "content": huge}]}, config)
+    parts = {m.id for m in small.messages(scope="alice", thread="big") if m.role == "user"}
+    assert len(parts) == 3
+    # the next turn of the thread: the whole log is in the prompt, a question about its middle
+    agent.invoke({"messages": [{"role": "user", "content": "Did the nightly job 900 finish?"}]}, config)
+    recall = recalls[-1]
+    assert recall.message_ids, "recall ran and found the earlier thread"
+    assert not {i for h in recall.hits for i in h.message_ids} & parts, "a part the model already sees was recalled"
+    assert "The end." not in model.system_text()

@@ -93,3 +93,28 @@ async def test_the_memory_block_takes_a_100000_character_message(mem: sgmem.Memo
     )
     assert "".join(m.content for m in small.messages(scope="alice", thread="t")) == LONG[:45_000]
     assert len(small.messages(scope="alice", thread="t")) == 3
+
+
+def test_a_message_of_exactly_the_limit_and_a_newline_is_put(small: sgmem.Memory) -> None:
+    """Cut at the limit, its last part was the newline alone: a blank message, which the store refuses."""
+    text = LONG[:20_000] + "\n"
+    memory = SGMemMemory.from_defaults(memory=small, scope="alice", thread="put")
+    memory.put(ChatMessage(role="user", content=text))
+    assert memory.get_all() == [ChatMessage(role="user", content=text)]
+
+
+def test_a_long_message_in_the_window_is_not_recalled_into_it_again(small: sgmem.Memory) -> None:
+    huge = LONG[:45_000] + "The end."  # three parts: lines 0 to about 560, to about 1120, the rest
+    # a budget the log's last part (about 1,500 tokens) fits in: recalled, it would be injected a second time
+    memory = SGMemMemory.from_defaults(
+        memory=small, scope="alice", thread="big", token_limit=10**7, context_tokens=8000
+    )
+    memory.put(ChatMessage(role="user", content=huge))
+    parts = {m.id for m in small.messages(scope="alice", thread="big")}
+    assert len(parts) == 3
+    window = memory.get(input="Did the nightly job 900 finish?")
+    assert window[-1] == ChatMessage(role="user", content=huge)
+    recall = memory.last_recall
+    assert recall is not None and recall.message_ids, "recall ran and found the earlier thread"
+    assert not {i for h in recall.hits for i in h.message_ids} & parts, "a part in the window was recalled"
+    assert not any("The end." in str(m.content) for m in window[:-1])

@@ -24,6 +24,7 @@ import pytest
 
 import sgmem
 from llama_index_sgmem import SGMemMemory
+from tests.pg import makes_its_own_tables
 
 from .helpers import FACT, assistant, user
 
@@ -120,6 +121,7 @@ def password_url(pg_url: str) -> Iterator[tuple[str, str]]:
 
 
 @pytest.mark.postgres
+@makes_its_own_tables  # an ordinary role creates them
 def test_the_saved_form_never_holds_the_password_and_the_environment_gives_it_back(
     embedder: sgmem.Embedder, password_url: tuple[str, str], tmp_path: Path
 ) -> None:

@@ -136,7 +136,7 @@ BAD_CALLS = [
     ("forget", {"message_ids": []}, "message_ids"),
     ("forget", {"message_ids": ["no-such-id"]}, "no-such-id"),
     ("forget", {"thread": "no-such-thread"}, "no-such-thread"),
-    ("forget", {"message_ids": ["x"], "thread": "memories"}, "not both"),
+    ("forget", {"message_ids": ["x"], "thread": "memories"}, "both message_ids and thread"),
     ("forget", {"message_ids": "abc"}, "message_ids"),
 ]
 

@@ -31,6 +31,20 @@ def test_a_store_directory_opens_read_only_unless_write(tmp_path: Path, embedder
         assert not mem.read_only
 
 
+def test_the_read_only_inspector_writes_no_file_in_the_store_folder(tmp_path: Path, embedder: sgmem.Embedder) -> None:
+    """docs/ui.md: a store directory opened without --write has no file written, SQLite's log files included."""
+    from starlette.testclient import TestClient
+
+    from sgmem.ui import create_app
+
+    store = make_store(tmp_path / "store", embedder)
+    before = {str(p.relative_to(store)): p.stat().st_mtime_ns for p in store.rglob("*")}
+    with open_memory(store, scope=None, write=False, embedder=embedder) as mem:
+        client = TestClient(create_app(mem, hosts={"testserver"}))
+        assert client.get("/search", params={"s": "alice", "q": QUESTION}).status_code == 200
+    assert {str(p.relative_to(store)): p.stat().st_mtime_ns for p in store.rglob("*")} == before
+
+
 @pytest.mark.slow
 def test_sgmem_ui_prints_its_address_and_token_and_guards_writes(tmp_path: Path, embedder: sgmem.Embedder) -> None:
     store = make_store(tmp_path / "store", embedder)

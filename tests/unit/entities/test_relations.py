@@ -13,6 +13,7 @@ import json
 import logging
 import re
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -230,6 +231,11 @@ def test_malformed_output_is_logged_and_ignored_and_the_message_is_stored(
 
 @pytest.mark.both_backends
 def test_a_store_of_the_previous_schema_opens_and_migrates(embedder: sgmem.Embedder, store_path: Any) -> None:
+    if not isinstance(store_path, Path):
+        # dropping the table does not give back the schema before 0008 on PostgreSQL: 0012_scope_keys has re-keyed
+        # the tables 0008 references; an old PostgreSQL store's upgrade through 0008 to now is
+        # tests/unit/test_postgres_shardable.py::test_a_store_of_an_older_schema_is_rekeyed_in_place
+        pytest.skip("PostgreSQL: see test_a_store_of_an_older_schema_is_rekeyed_in_place")
     with sgmem.Memory(store_path, embedder=embedder, config=CONFIG) as mem:
         _fill(mem)
         with mem._store.write() as conn:  # back to schema 0007: no entity_relations, migration not recorded

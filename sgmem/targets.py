@@ -1,5 +1,11 @@
-"""Passwords out of PostgreSQL connection strings, read the way libpq reads them.
+"""What a store target is, and its passwords out: text rules that need no store.
 
+:class:`sgmem.Memory` takes a directory or a PostgreSQL target (a URL, a libpq
+``key=value`` string or a psycopg pool); :func:`is_postgres_target` tells
+them apart. Saved adapter state (:mod:`sgmem.saved`), the inspector and the
+tools use these helpers without importing a store (``tests/unit/test_layering.py``).
+
+Passwords out of PostgreSQL connection strings, read the way libpq reads them.
 Both of libpq's forms are handled:
 
 * a URL, ``postgresql://user:PASSWORD@host/db?password=...&sslpassword=...``:
@@ -21,9 +27,46 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import quote, unquote
 
-__all__ = ["redact", "scrub", "secrets_of", "without_passwords"]
+__all__ = ["is_conninfo", "is_postgres_target", "is_url", "redact", "scrub", "secrets_of", "without_passwords"]
+
+_URL_PREFIXES = ("postgresql://", "postgres://")
+# libpq's connection keywords: a string that starts ``keyword=`` is a libpq connection string, not a directory
+_LIBPQ_KEYWORDS = frozenset(
+    "host hostaddr port dbname user password passfile require_auth channel_binding connect_timeout "
+    "client_encoding options application_name fallback_application_name keepalives keepalives_idle "
+    "keepalives_interval keepalives_count tcp_user_timeout replication gssencmode sslmode requiressl "
+    "sslcompression sslcert sslkey sslpassword sslcertmode sslrootcert sslcrl sslcrldir sslsni requirepeer "
+    "ssl_min_protocol_version ssl_max_protocol_version krbsrvname gsslib gssdelegation service "
+    "target_session_attrs load_balance_hosts".split()
+)
+_CONNINFO = re.compile(r"^\s*([a-z_]+)\s*=")
+
+
+def is_url(path: Any) -> bool:
+    """Whether ``path`` is a URL (``scheme://...``) rather than a directory."""
+    if not isinstance(path, str):
+        return False
+    head, sep, _ = path.partition("://")
+    return bool(sep) and head.replace("+", "").replace("-", "").replace(".", "").isalnum() and head[:1].isalpha()
+
+
+def is_conninfo(path: Any) -> bool:
+    """Whether ``path`` is a libpq ``key=value`` connection string (``"host=db dbname=agents user=app"``)."""
+    if not isinstance(path, str):
+        return False
+    m = _CONNINFO.match(path)
+    return m is not None and m.group(1) in _LIBPQ_KEYWORDS
+
+
+def is_postgres_target(path: Any) -> bool:
+    """A ``postgresql://``/``postgres://`` URL (any case), a libpq ``key=value`` string or a psycopg pool."""
+    if isinstance(path, str):
+        return path.lstrip().lower().startswith(_URL_PREFIXES) or is_conninfo(path)
+    return all(hasattr(path, a) for a in ("getconn", "putconn")) and type(path).__module__.startswith("psycopg_pool")
+
 
 _SECRET_KEYS = ("password", "sslpassword")
 _SHOWN = "***"

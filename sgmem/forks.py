@@ -5,14 +5,16 @@ the child. A lock another thread held at that moment stays held in the child
 forever, and so does a lock SQLite's own bookkeeping records for a connection
 in mid-checkpoint (the background checkpointer's): every scrub in the child
 then waited ``busy_timeout_s`` and failed. So before a fork the forking thread
-takes, in a fixed order, the locks of every open ``Memory``, store and
-checkpointer (waiting for the add, delete or checkpoint in progress to end),
-and releases them after it in both processes; in the child, objects whose
-threads did not survive (the checkpointer) reset themselves.
+takes, in a fixed order, the locks of every open ``Memory``, store,
+checkpointer and embedder (waiting for the add, delete, checkpoint or model
+load in progress to end), and releases them after it in both processes; in
+the child, objects whose threads did not survive (the checkpointer) reset
+themselves, and so does this registry's own lock (another thread may have
+been registering a ``Memory`` it was opening).
 
 A lock that stays held for ``FORK_WAIT_S`` (a long import on another thread) is
-skipped rather than block the fork indefinitely: that child may then find it
-held, as before.
+skipped rather than block the fork indefinitely: the child then resets what it
+can (an embedder's lock) and may find the rest held, as before.
 """
 
 from __future__ import annotations
@@ -87,6 +89,11 @@ def _after_in_parent() -> None:
 
 
 def _after_in_child() -> None:
+    global _registry_lock
+    # another thread may have been inside guard_at_fork at the fork (opening a Memory): the child, which has
+    # this thread alone, would wait for ever on the lock it held; the registry itself is whole between two
+    # of that thread's steps
+    _registry_lock = threading.Lock()
     _release()
     for owner, _ in _owners():
         reset = getattr(owner, "_after_fork_in_child", None)
