@@ -455,11 +455,17 @@ def _dry_run(
 def _nothing_found(mem: Any, scope: str, cut: Sequence[Any], min_score: float | None) -> str:
     """Why a search or context came back empty: an empty scope, or memories all below the relevance cutoff."""
     if cut:
-        floor = mem.min_relevance if min_score is None else min_score
         best = max(h.relevance for h in cut)
+        if min_score is not None:
+            why = f"the best at relevance {best:.3f} < {min_score:.3f}"
+        else:  # the default cutoff weighs the best relevance and the best plain cosine together (Config.min_relevance)
+            why = (
+                f"the best at relevance {best:.3f}: the default cutoff found too little evidence (best relevance / "
+                f"{mem.min_relevance:g} + best dense relevance / {mem.min_dense_relevance:g} under 2)"
+            )
         return (
-            f"nothing passed the relevance cutoff in scope {scope!r}: {len(cut)} memories ranked, the best at "
-            f"relevance {best:.3f} < {floor:.3f}. Lower it with --min-score (0 shows them all)."
+            f"nothing passed the relevance cutoff in scope {scope!r}: {len(cut)} memories ranked, {why}. "
+            "Pass --min-score (0 shows them all)."
         )
     if mem.threads(scope=scope):
         return f"no memory of scope {scope!r} matched the query."
@@ -959,7 +965,7 @@ def build_parser() -> argparse.ArgumentParser:
             default=None,
             metavar="X",
             help="leave out memories whose relevance (0..1) is below X; 0 keeps all "
-            "(default: the embedder's calibrated cutoff, 0.15 with a dense half of 0.5 for MiniLM)",
+            "(default: the embedder's calibrated cutoff, 0.15 with a dense half of 0.45 for MiniLM)",
         )
         sp.add_argument(
             "--now",

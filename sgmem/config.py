@@ -37,7 +37,7 @@ __all__ = [
 #: [D] The relevance cutoff calibrated for all-MiniLM-L6-v2, by embedder name (see ``Config.min_relevance``).
 MIN_RELEVANCE = {"sentence-transformers/all-MiniLM-L6-v2": 0.15}
 #: [D] The dense half of the default cutoff, by embedder name (see ``Config.min_dense_relevance``).
-MIN_DENSE_RELEVANCE = {"sentence-transformers/all-MiniLM-L6-v2": 0.5}
+MIN_DENSE_RELEVANCE = {"sentence-transformers/all-MiniLM-L6-v2": 0.45}
 #: How many of a query's first hits the default cutoff reads (the same for every ``k``: a hit's fate never
 #: depends on how many were asked for).
 CUTOFF_HITS = 10
@@ -687,7 +687,7 @@ class Config:
             or ``relative_relevance`` × the best hit's relevance comes back.
             ``None`` (default): the values calibrated for the embedder,
             :data:`MIN_RELEVANCE` (0.15) and :data:`MIN_DENSE_RELEVANCE`
-            (0.5) for the default all-MiniLM-L6-v2 and 0 (no cutoff) for any
+            (0.45) for the default all-MiniLM-L6-v2 and 0 (no cutoff) for any
             other, whose cosines mean something else. Chosen on the small
             chats of ``sgmem eval small``'s build pool and LongMemEval
             development questions (folds 0–2) and on the LoCoMo dev split with

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .text.acts import FILLER
-from .text.segment import sentence_spans
 from .text.tokens import count_tokens, truncate_to_tokens
 
 if TYPE_CHECKING:

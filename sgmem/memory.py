@@ -40,7 +40,6 @@ from .pyramid.retrieve import PyramidTools, WordVectors, ensure_keywords
 from .records import RecordMethods
 from .retrieval.broad import BroadPrompts, user_statements
 from .retrieval.dense import relevance_of_rows
-from .retrieval.speakers import PLAIN_MODES, without_names
 from .retrieval.index import ScopeIndex, load_scope_index
 from .retrieval.refresh import refresh_index
 from .retrieval.search import (
@@ -51,6 +50,7 @@ from .retrieval.search import (
     exchange_relevance,
     questions_answered,
 )
+from .retrieval.speakers import PLAIN_MODES, without_names
 from .store.paths import resolve_store_path
 from .store.pgsql import redact
 from .store.postgres import PostgresStore, server_dense
@@ -226,6 +226,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         self._retriever = Retriever(self.config, replies=self._answers)
         self._answer_model: ActClassifier | None | bool = False  # (read on first use: see _answers)
         self._names: dict[str, np.ndarray] = {}  # speakers' names embedded (Memory._name_vectors)
+        self._query_vectors: dict[str, np.ndarray] = {}  # the last queries embedded (Memory._embed_query)
         self._broad = BroadPrompts(self.embedder)  # generic requests about the user (sgmem.retrieval.broad)
         word_bytes = int(self.embedder.dim) * 4 + 200
         # keyword embeddings (MGRetrieval vocabulary), bounded by a quarter of the cache budget
@@ -483,8 +484,16 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         return out
 
     def _embed_query(self, query: str) -> np.ndarray:
-        vec = check_embeddings(self.embedder, [query], self.embedder.embed([query]))
-        return vec[0]
+        """The query's vector; the last few are kept (a search embeds its query once, and its default cutoff
+        reads the same vector again: :meth:`_default_cut`)."""
+        cached = self._query_vectors.get(query)
+        if cached is not None:
+            return cached.copy()
+        vec = check_embeddings(self.embedder, [query], self.embedder.embed([query]))[0]
+        if len(self._query_vectors) >= 16:
+            self._query_vectors.pop(next(iter(self._query_vectors)), None)
+        self._query_vectors[query] = vec
+        return vec.copy()
 
     # ------------------------------------------------------------------ write
     def add(
@@ -731,7 +740,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
                 hit. ``None`` applies the default cutoff, read on the first 10
                 hits whatever ``k``: nothing unless the best hit's relevance over
                 :attr:`min_relevance` plus the best dense relevance over
-                :attr:`min_dense_relevance` reaches 2 (0.15 and 0.5 with the
+                :attr:`min_dense_relevance` reaches 2 (0.15 and 0.45 with the
                 default MiniLM, so an unrelated question gets no hits; no cutoff
                 with other embedders), then every hit that reaches
                 ``min_relevance`` or ``Config.relative_relevance`` (0.5) × the
@@ -755,16 +764,19 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
             derived = self._dense_floor() if min_score is None else floor
             return self._derived_search(query, scope, k, kind_list, threads, since, until, exclude_message_ids, derived)
         # the default cutoff reads the first CUTOFF_HITS hits whatever k: k=3 gets the first three of k=10
-        depth = max(k, CUTOFF_HITS) if min_score is None and floor else k
+        k = self._check_query(query, scope, k, threads, since, until, exclude_message_ids)[2]  # (before k is used)
+        depth = max(k, min(CUTOFF_HITS, self.config.limits.max_k)) if min_score is None and floor else k
         ranked, idx, q = self._ranked(query, scope, depth, mode, threads, since, until, exclude_message_ids, now)
         if idx is None or q is None:
             return []
         rel = self._hit_relevance(idx, q, ranked)
         derived_floor = floor
         if min_score is None:
-            floor, derived_floor = self._default_cut(idx, q, ranked, rel, floor)
+            floor, derived_floor = self._default_cut(idx, q, ranked, rel, floor, query)
         ranked = ranked[:k]
         broad = self._broad_rows(idx, q, ranked, rel, self.min_relevance) if min_score is None else set()
+        if broad:  # a broad question has no one best answer to be near: its statements, and what reaches the floor
+            floor = max(floor, self.min_relevance)
         details = self._details(idx.scope_id, [idx.msg_ids[r] for rk in ranked for r in rk.rows])
         hits: list[Hit] = []
         cut: list[Hit] = []
@@ -816,7 +828,7 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         return 2.0 / (1.0 / a + 1.0 / b) if a > 0 and b > 0 else a
 
     def _default_cut(
-        self, idx: ScopeIndex, q: np.ndarray, ranked: list[Ranked], rel: dict[int, float], floor: float
+        self, idx: ScopeIndex, q: np.ndarray, ranked: list[Ranked], rel: dict[int, float], floor: float, query: str
     ) -> tuple[float, float]:
         """The default cutoff for one query: (the turns' cutoff, generated memory's).
 
@@ -831,7 +843,16 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         first = [r for rk in ranked[:CUTOFF_HITS] for r in rk.rows]
         best = max((rel[r] for r in first if r in rel), default=0.0)
         gate = self.min_dense_relevance
-        dense_best = max(self._relevance(idx, q, first).values(), default=0.0) if gate and first else 0.0
+        dense_best = 0.0
+        if gate and first:  # the plain dense relevance of the first hits, from the mode's own scan when it had one
+            # the query as written: a speaker's name it holds says whose memory it asks about (the ranking leaves
+            # the name out of its vector, sgmem.retrieval.speakers.without_names)
+            plain = self._embed_query(query)
+            cos = next((rk.cosines for rk in ranked if rk.cosines is not None), None)
+            if cos is not None and not np.array_equal(plain, q):
+                cos = None
+            with self._lock, single_thread_blas():  # reads FAISS storage that a concurrent add may reallocate
+                dense_best = max(relevance_of_rows(idx, plain, first, cos).values(), default=0.0)
         passed = best / floor + dense_best / gate >= 2.0 if gate else best >= floor
         share = self.config.relative_relevance
         if passed and share:
@@ -839,7 +860,12 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "cutoff: best relevance %.3f / %.3f + best dense relevance %.3f / %.3f %s 2: %s",
-                best, floor, dense_best, gate, ">=" if passed else "<", "hits" if passed else "nothing",
+                best,
+                floor,
+                dense_best,
+                gate,
+                ">=" if passed else "<",
+                "hits" if passed else "nothing",
             )
         return self._default_floor([best], floor, passed), derived
 
@@ -862,7 +888,9 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
     ) -> dict[int, float]:
         """:attr:`Hit.relevance` of every turn row of ``ranked``: the one a mode read off its own exact scan
         (:attr:`Ranked.relevance`), else computed for those rows (:meth:`_relevance`)."""
-        final = {rk.rows[0]: rk.relevance for rk in ranked if rk.measure and rk.relevance is not None and len(rk.rows) == 1}
+        final = {
+            rk.rows[0]: rk.relevance for rk in ranked if rk.measure and rk.relevance is not None and len(rk.rows) == 1
+        }
         if len(final) == sum(len(rk.rows) for rk in ranked):  # the mode ranked by relevance itself: cut by it as it is
             if lifted is not None:  # the replies it read as their exchange ("answers": the question they answer)
                 lifted.update(rk.rows[0] for rk in ranked if rk.why.get("answers"))
@@ -1015,7 +1043,9 @@ class Memory(RecordMethods, NeighbourMethods, DeleteMethods, ThreadMethods, Asyn
         broad = self._broad_rows(idx, q, ranked, rel, floor) if min_score is None else set()
         derived_floor = floor
         if min_score is None:
-            floor, derived_floor = self._default_cut(idx, q, ranked, rel, floor)
+            floor, derived_floor = self._default_cut(idx, q, ranked, rel, floor, query)
+            if broad:  # a broad question has no one best answer to be near: its statements, and what reaches the floor
+                floor = max(floor, self.min_relevance)
         if tracing:
             all_details = self._details(idx.scope_id, [idx.msg_ids[r] for rk in ranked for r in rk.rows])
             pairs = [(rk, self._turn_hit(idx, rk, all_details, rel, query)) for rk in ranked]

@@ -40,6 +40,10 @@ STORE_WIDE: dict[str, str] = {
     "SELECT name FROM scopes s WHERE EXISTS (SELECT 1 FROM messages m WHERE m.scope_id = s.id) ORDER BY name": (
         "Memory.scopes() and Memory.stats() without a scope list every scope"
     ),
+    "SELECT 1 FROM messages LIMIT 1": (
+        "whether a store holds any message when it first records its lexical analyzer, once per store "
+        "(SQLiteStore.bind_analyzer: a store written before the analyzer was recorded keeps Snowball stems)"
+    ),
     "UPDATE sentences SET act = NULL WHERE act IS NOT NULL": (
         "a store whose acts another classifier stored has them cleared, once (SQLiteStore.bind_acts)"
     ),

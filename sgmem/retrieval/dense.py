@@ -472,8 +472,11 @@ def approx_from_rows(idx: ScopeIndex, q: np.ndarray, rows: np.ndarray, turns: np
     return Approx(cos, scored)
 
 
-def relevance_of_rows(idx: ScopeIndex, q: np.ndarray, rows: Sequence[int]) -> dict[int, float]:
-    """:func:`turn_relevance` of the given turn rows only (their sentences are scored, nothing else).
+def relevance_of_rows(
+    idx: ScopeIndex, q: np.ndarray, rows: Sequence[int], cos: np.ndarray | None = None
+) -> dict[int, float]:
+    """:func:`turn_relevance` of the given turn rows only (their sentences are scored, nothing else; ``cos``:
+    the query's cosine to every sentence of the scope, when a scan already has them: read, not scored again).
 
     Equal to ``turn_relevance(idx, q)[rows]`` up to float32 rounding (the same
     kernel scores the same vectors, the same reductions run over each turn's sentences).
@@ -485,7 +488,7 @@ def relevance_of_rows(idx: ScopeIndex, q: np.ndarray, rows: Sequence[int]) -> di
     out = dict.fromkeys(want.tolist(), 0.0)
     if not sel.size:
         return out
-    cos = score_rows(idx, q, sel).astype(np.float64)
+    cos = (cos[sel] if cos is not None else score_rows(idx, q, sel)).astype(np.float64)
     has = counts > 0
     starts = np.concatenate([[0], np.cumsum(counts[has])[:-1]])
     seg_max = np.maximum.reduceat(cos, starts)

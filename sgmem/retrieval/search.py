@@ -249,7 +249,9 @@ class Retriever:
         total = 0.0
         for t in dict.fromkeys(terms):
             said = spoken.get(t)
-            if said is not None and speaker_match > 0:  # a speaker's name: the turns she said (sgmem.retrieval.speakers)
+            if (
+                said is not None and speaker_match > 0
+            ):  # a speaker's name: the turns she said (sgmem.retrieval.speakers)
                 w = speaker_match * math.log1p((n - said.size + 0.5) / (said.size + 0.5))
                 total += w
                 out[said] += w
@@ -1010,10 +1012,12 @@ class _Exchange:
 
     def __init__(self, t: _ActTable, turn_w: np.ndarray, weight: float) -> None:
         self.asked, self.replies = t.ask_turns, t.ask_replies
-        self.share = weight * turn_w[self.replies]
+        # a reply inherits only when it says something: a non-answer, filler or a counter-question ("Shall we look
+        # at the weather instead?") answers nothing, whatever its question asked
+        says = t.act_turn_w[self.replies] >= 1.0
+        self.share = weight * turn_w[self.replies] * says
         # the pairs whose question turn only asks (no statement in it) and whose reply says something
         only_asks = t.act_turn_w[self.asked] < 1.0
-        says = t.act_turn_w[self.replies] >= 1.0
         self.answered = only_asks & says
         self.lifted: dict[int, int] = {}  # reply turn -> the question turn it inherited from (set by inherit)
 

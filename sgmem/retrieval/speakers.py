@@ -91,9 +91,7 @@ def named_speakers(idx: Any, query: str) -> list[str]:
     return list(out)
 
 
-def without_names(
-    idx: Any, query: str, q: np.ndarray, embed_names: Callable[[list[str]], np.ndarray]
-) -> np.ndarray:
+def without_names(idx: Any, query: str, q: np.ndarray, embed_names: Callable[[list[str]], np.ndarray]) -> np.ndarray:
     """[D] The query vector ``q`` without the direction of the speakers' names it holds.
 
     Ingest embeds a sentence with its speaker's name in front ("Marco: Two weeks.", ``Config.speaker_prefix``),
@@ -101,10 +99,14 @@ def without_names(
     "Marco: Two weeks." against 0.67 to "Marco: I'm allergic to shellfish..."). The name says whose turns to
     prefer, not what they say: its direction (the name embedded alone, the directions of several names made
     orthogonal) is removed from the query, which then finds what was said (0.07 against 0.47), and the hybrid
-    weighs the named speaker's turns by what they say (``HybridConfig.speaker_weight``).
+    weighs the named speaker's turns by what they say (``HybridConfig.speaker_weight``). A query whose only
+    content words are the names ("Who is Priya?", "Tell me about Marco") is about the person: it keeps them.
     """
     names = named_speakers(idx, query)
     if not names:
+        return q
+    terms = set(analyze(query, idx.analyzer))
+    if not terms - set(analyze(" ".join(names), idx.analyzer)):  # "Who is Priya?": the name is the whole topic
         return q
     basis: list[np.ndarray] = []
     for u in np.asarray(embed_names(names), dtype=np.float64):

@@ -239,9 +239,10 @@ def test_cli_output_neutralises_control_sequences(
         # names with control characters are refused when written (sgmem.validate.check_name); text keeps them
         mem.add([{"role": "user", "name": "Eve", "content": evil}], scope="alice", thread="t\u202ex")
     for argv in (
-        ["search", "What is my cat called?", "--scope", "alice", "--path", str(store_path)],
-        ["context", "What is my cat called?", "--scope", "alice", "--path", str(store_path)],
-        ["search", "What is my cat called?", "--scope", "alice", "--json", "--path", str(store_path)],
+        # (the control characters lower the text's cosine to the query: every memory shown, whatever the cutoff)
+        ["search", "What is my cat called?", "--scope", "alice", "--min-score", "0", "--path", str(store_path)],
+        ["context", "What is my cat called?", "--scope", "alice", "--min-score", "0", "--path", str(store_path)],
+        ["search", "What is my cat called?", "--scope", "alice", "--json", "--min-score", "0", "--path", str(store_path)],
     ):
         assert cli.main(argv) == 0
         out, err = capsys.readouterr()

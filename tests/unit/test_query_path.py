@@ -18,6 +18,7 @@ import pytest
 import sgmem
 from sgmem.retrieval.dense import relevance_of_rows, turn_relevance
 from sgmem.retrieval.graph import EPSILON, expand, rank_chunks
+from sgmem.retrieval.index import idf
 from sgmem.retrieval.search import Retriever, _group_max
 from sgmem.text.lexical import analyze
 
@@ -27,8 +28,9 @@ from .test_scope_index import _adds
 QUERIES = ["cat trip to paris", "violin storm river", "chess and coffee number 7", "garden bread", "lake museum"]
 
 
-def _reference_lexical(idx, terms, nw):  # type: ignore[no-untyped-def]
-    """The lexical channel from its definition: a mask per term over every turn."""
+def _reference_lexical(idx, terms, nw, reference_turns=0):  # type: ignore[no-untyped-def]
+    """The lexical channel from its definition: a mask per term over every turn, divided by the query's IDF
+    mass, but never by less than one word held by one turn in ``reference_turns``."""
     n = idx.n_turns
     out, total = np.zeros(n), 0.0
     prev, nxt = np.array(list(idx.prev_row)), np.array(list(idx.next_row))
@@ -42,14 +44,16 @@ def _reference_lexical(idx, terms, nw):  # type: ignore[no-untyped-def]
                 if x >= 0:
                     near[x] = True
         out += w * np.where(here, 1.0, np.where(near, nw, 0.0))
-    return out / total if total > 0 else out
+    mass = max(total, idf(reference_turns, 1)) if reference_turns else total
+    return out / mass if mass > 0 else out
 
 
 @pytest.fixture(scope="module")
 def memory():  # type: ignore[no-untyped-def]
     # the reference computes each channel unweighted: the assistant's role weight off (its turns weigh half in
     # every channel by default, HybridConfig.assistant_weight)
-    cfg = sgmem.Config(min_relevance=0.0, hybrid=sgmem.HybridConfig(assistant_weight=1.0))
+    # every default (the graph and pyramid channels are off the default path: turned on here to check them too)
+    cfg = sgmem.Config(min_relevance=0.0, hybrid=sgmem.HybridConfig(assistant_weight=1.0, w_graph=0.15, w_pyramid=0.4))
     with sgmem.Memory(embedder=HashEmbedder(), config=cfg) as mem:
         for thread, msgs in _adds(25):
             mem.add(msgs, scope="a", thread=thread)
@@ -66,7 +70,7 @@ def test_hybrid_hits_carry_the_channels_the_full_scope_reference_computes(memory
         s_sent, best_row = Retriever.per_turn_sentence_scores(idx, cos, h.rest_weight)
         stored_turns = idx.turn_vectors().astype(np.float64)
         s_turn = stored_turns @ q
-        s_lex = _reference_lexical(idx, analyze(query), h.neighbour_weight)
+        s_lex = _reference_lexical(idx, analyze(query), h.neighbour_weight, h.lexical_reference_turns)
         sim = cos.astype(np.float64) + EPSILON
         exp = expand(idx, sim, g, None)
         s_graph = {int(key): score - EPSILON for key, score, _ in rank_chunks(idx, sim, exp, "turn", "mean", 0.0)}
@@ -84,7 +88,9 @@ def test_hybrid_hits_carry_the_channels_the_full_scope_reference_computes(memory
                 h.length_prior * math.log1p(idx.tokens[r]) / math.log1p(64), abs=1e-4
             )
             assert hit.why["sentence"] == idx.sent_text[int(best_row[r])]
-            assert hit.relevance == pytest.approx(rel[r], abs=1e-6)
+            # the hybrid's relevance is its own fused score squashed (one measure orders and cuts)
+            assert 0.0 <= rel[r] <= 1.0
+            assert hit.relevance == pytest.approx(max(hit.score, 0) / (max(hit.score, 0) + h.relevance_scale))
             checked += 1
     assert checked >= 20
 

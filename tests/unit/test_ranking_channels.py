@@ -3,9 +3,11 @@
 ``tests/data/two_friends.json`` is six chat sessions between two friends
 (89 turns, written for these tests). For every channel of the default
 ``hybrid`` mode (``sgmem.retrieval.search``: lexical, dense sentence, dense
-turn, graph expansion, the chronological and session priors, date grounding,
-the pyramid channel) one question ranks its evidence inside the top k with the
-defaults and outside it with that channel's weight set to 0. The ranks were
+turn, the chronological and session priors, date grounding, a reply read with
+its question, the named speaker) one question ranks its evidence inside the top k
+with the defaults and outside it with that channel's weight set to 0. SGMem's graph
+expansion and MGRetrieval's pyramid are off the default path (``w_graph``,
+``w_pyramid`` 0: they earned nothing there); their modes are tested below. The ranks were
 measured with all-MiniLM-L6-v2 and the default dialogue-act weights; k sits between the rank with and without the
 channel (noted per case), so a channel that stops contributing fails here.
 """
@@ -77,42 +79,49 @@ PRIORS_OFF = {"neighbour_weight": 0.0, "neighbour_dense": 0.0, "propagation": 0.
 
 # channel, weights that switch it off, question, evidence turn, k   (measured rank: defaults → off)
 CASES = [
-    ("lexical", {"w_lexical": 0.0}, "What will Maya sell at the market stall?", "s4:10", 7),  # 6 → 8
-    ("lexical (rare word)", {"w_lexical": 0.0}, "What language does Maya need to practise?", "s6:14", 2),  # 1 → 3
-    ("dense sentence", {"w_sentence": 0.0}, "Who started learning a musical instrument?", "s1:10", 5),  # 3 → 14
-    ("dense turn", {"w_turn": 0.0}, "How did the bread-selling go in the morning?", "s5:1", 9),  # 8 → 10
+    ("lexical", {"w_lexical": 0.0}, "What did Theo's doctor recommend?", "s4:14", 5),  # 2 → 20
+    (
+        "lexical (a name)",
+        {"w_lexical": 0.0},
+        "What did Maya reply about her brand-new job at Crumb & Co?",
+        "s1:7",
+        8,
+    ),  # 3 → 15
+    ("dense sentence", {"w_sentence": 0.0}, "Who started learning a musical instrument?", "s1:10", 7),  # 4 → 11
+    ("dense turn", {"w_turn": 0.0}, "How does Theo commute now?", "s3:14", 5),  # 5 → 6
     (
         "both dense channels",
         {"w_sentence": 0.0, "w_turn": 0.0},
-        "Did the couple enjoy sleeping outdoors in bad weather?",
-        "s3:2",
-        5,
-    ),  # 2 → 6
-    ("graph expansion", {"w_graph": 0.0}, "How does Theo feel about his new apartment?", "s1:4", 3),  # 3 → 4
-    ("chronological priors", PRIORS_OFF, "What is the topic of Priya's thesis?", "s3:10", 5),  # 3 → 7
-    (
-        "chronological priors (answer after its question)",
-        PRIORS_OFF,
-        "What did Theo answer when asked about the new flat?",
-        "s1:4",
-        2,
-    ),  # 1 → 3
-    ("session prior", {"session_weight": 0.0}, "What motivated Theo's career change?", "s5:7", 6),  # 3 → 9
+        "What time does Maya wake up for work?",
+        "s1:7",
+        8,
+    ),  # 5 → 12
+    ("chronological priors", PRIORS_OFF, "What did Theo's doctor recommend?", "s4:14", 6),  # 2 → 12
+    ("chronological priors (another)", PRIORS_OFF, "Why is Theo leaving his job?", "s5:7", 4),  # 2 → 6
+    ("neighbour words", {"neighbour_weight": 0.0}, "What did Theo's doctor recommend?", "s4:14", 6),  # 2 → 14
+    ("session prior", {"session_weight": 0.0}, "Why is Theo leaving his job?", "s5:7", 3),  # 2 → 5
     (
         "date grounding (day)",
         {"date_day_bonus": 0.0, "date_month_bonus": 0.0},
         "What did Maya say about work on 20 April 2024?",
         "s4:6",
-        10,
-    ),  # 6 → 23
+        2,
+    ),  # 1 → 3
     (
         "date grounding (month)",
         {"date_day_bonus": 0.0, "date_month_bonus": 0.0},
         "What did Theo say about coffee in June 2024?",
         "s6:3",
         4,
-    ),  # 3 → 8
-    ("pyramid channel", {"w_pyramid": 0.0}, "How did the bread-selling go in the morning?", "s5:1", 10),  # 8 → 14
+    ),  # 3 → 6
+    (
+        "reply read with its question",
+        {"reply_weight": 0.0},
+        "Who will look after Biscuit while Maya is away?",
+        "s6:11",
+        10,
+    ),  # 7 → 21
+    ("the named speaker", {"speaker_weight": 0.0}, "What time does Maya wake up for work?", "s1:7", 8),  # 5 → 14
 ]
 
 

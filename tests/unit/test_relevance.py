@@ -49,7 +49,9 @@ def test_min_score_zero_restores_filling_the_budget(sample_default: sgmem.Memory
         assert [h.message_ids for h in off.search(query, scope="alice", k=5)] == [h.message_ids for h in hits]
 
 
-def test_relevance_is_in_unit_range_and_the_same_for_a_turn_in_every_mode(embedder: sgmem.Embedder) -> None:
+def test_relevance_is_in_unit_range_the_same_for_a_turn_across_modes_and_the_hybrids_own_order(
+    embedder: sgmem.Embedder,
+) -> None:
     # default configuration (relevance cutoff on) with the opt-in entity layer, so that every mode runs
     config = sgmem.Config(entities=sgmem.EntityConfig(enabled=True))
     with sgmem.Memory(embedder=embedder, config=config) as sample_default:
@@ -61,11 +63,19 @@ def test_relevance_is_in_unit_range_and_the_same_for_a_turn_in_every_mode(embedd
             for h in hits:
                 assert 0.0 <= h.relevance <= 1.0
             per_mode[mode] = {h.message_ids: h.relevance for h in hits if len(h.message_ids) == 1}
-        hybrid = per_mode["hybrid"]
+        # the hybrid's relevance is its own fused score squashed: one measure orders and cuts its hits
+        hybrid = sample_default.search("Where does Miso sleep?", scope="alice", k=8, min_score=0)
+        assert [h.relevance for h in hybrid] == sorted((h.relevance for h in hybrid), reverse=True)
+        scale = sample_default.config.hybrid.relevance_scale
+        assert all(math.isclose(h.relevance, max(h.score, 0) / (max(h.score, 0) + scale)) for h in hybrid)
+        # the other modes that read a turn's relevance off its cosines agree on it
+        vector = per_mode["vector"]
         for mode, rel in per_mode.items():
+            if mode == "hybrid":
+                continue
             for ids, value in rel.items():
-                if ids in hybrid:
-                    assert math.isclose(value, hybrid[ids], abs_tol=1e-6), (mode, ids)
+                if ids in vector:
+                    assert math.isclose(value, vector[ids], abs_tol=1e-6), (mode, ids)
         # the ranking score is not a relevance: hybrid's sum exceeds 1 for a good match
         top = sample_default.search(RELATED, scope="alice", k=1)[0]
         assert top.score > 1.0 >= top.relevance

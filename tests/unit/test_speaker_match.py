@@ -3,9 +3,9 @@
 In this chat Omar keeps addressing Nina by name ("Nina, pets are such a
 joy…") while Nina, who owns the cats, never says her own name. Matched as a
 word, "Nina" lifts Omar's lines about pets above Nina's answer; with
-``speaker_match`` it lifts Nina's own turns. Ranks measured with
-all-MiniLM-L6-v2 (noted per case); setting ``speaker_match`` to 0 (or dropping
-the speaker rows from the lexical channel) makes the first test fail.
+``speaker_match`` it lifts Nina's own turns; by default the name is left out of
+the query's vector and Nina's turns gain by what they say (``speaker_weight``).
+Ranks measured with all-MiniLM-L6-v2.
 """
 
 from __future__ import annotations
@@ -30,10 +30,13 @@ TURNS = [
 ]
 
 
-def ranks(embedder: sgmem.Embedder, speaker_match: float, question: str) -> tuple[list[str], list[str]]:
+def ranks(
+    embedder: sgmem.Embedder, speaker_match: float, question: str, speaker_weight: float | None = None
+) -> tuple[list[str], list[str]]:
     """(message ids, speakers) of every turn, ranked for ``question``."""
     base = sgmem.Config(min_relevance=0.0)  # ranks are read to the end: no relevance cutoff
-    cfg = base.with_(hybrid=dataclasses.replace(base.hybrid, speaker_match=speaker_match))
+    named = {} if speaker_weight is None else {"speaker_weight": speaker_weight}
+    cfg = base.with_(hybrid=dataclasses.replace(base.hybrid, speaker_match=speaker_match, **named))
     msgs = [
         {"role": "user" if s == "Omar" else "assistant", "name": s, "content": t, "id": f"t{i + 1}"}
         for i, (s, t) in enumerate(TURNS)
@@ -46,12 +49,16 @@ def ranks(embedder: sgmem.Embedder, speaker_match: float, question: str) -> tupl
 
 def test_a_speakers_name_finds_what_she_said_not_what_was_said_to_her(embedder: sgmem.Embedder) -> None:
     ids, _ = ranks(embedder, 1.0, "What pets does Nina have?")
-    assert ids.index("t2") < 2  # rank 2 (off: 4, below three of Omar's "Nina, … pets" lines)
+    assert ids.index("t2") < 2
     ids, who = ranks(embedder, 1.0, "Which animals live with Nina?")
-    assert who[:4] == ["Nina"] * 4 and {"t2", "t8"} <= set(ids[:4])  # off: t8 at rank 6
+    assert who[:3] == ["Nina"] * 3 and {"t2", "t8"} <= set(ids[:3])  # Omar's "Nina, … pets" lines after hers
 
 
-def test_off_by_default_the_name_is_matched_as_a_word(embedder: sgmem.Embedder) -> None:
+def test_by_default_the_named_speakers_own_turns_come_first(embedder: sgmem.Embedder) -> None:
+    """The default needs no speaker_match: the query's vector leaves the name out and the named speaker's turns
+    gain by what they say (``speaker_weight``); without both, Omar's lines that say "Nina" come first."""
     assert sgmem.HybridConfig().speaker_match == 0.0
     ids, who = ranks(embedder, 0.0, "What pets does Nina have?")
-    assert who[:3] == ["Omar"] * 3 and ids.index("t2") == 3
+    assert who[:2] == ["Nina"] * 2 and {"t2", "t8"} == set(ids[:2])
+    ids, who = ranks(embedder, 0.0, "What pets does Nina have?", speaker_weight=0.0)
+    assert who[:2] == ["Omar"] * 2  # "Nina, pets are such a joy…" and "Ha, Nina, I have always wanted pets…"

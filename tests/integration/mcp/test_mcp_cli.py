@@ -41,7 +41,7 @@ def test_sgmem_mcp_with_the_default_embedder(tmp_path: Path) -> None:
         client.ok("remember", {"text": "Alice is training for the Berlin marathon in September."})
         found = client.ok("recall", {"query": "What is the name of Alice's pet?"})["memories"]
         assert found[0]["text"] == "Alice adopted a grey cat named Miso last spring."
-        assert found[0]["relevance"] >= 0.275  # MiniLM's calibrated cutoff
+        assert found[0]["relevance"] >= 0.15  # MiniLM's calibrated cutoff (its relevance half)
         assert client.ok("recall", {"query": "How do I fix a flat bicycle tyre?"}) == {"memories": []}
         assert "Miso" in client.ok("context", {"query": "Alice's cat"})["context"]
     finally:

@@ -64,6 +64,10 @@ def test_context_in_pyramid_mode_fits_the_budget(mem: sgmem.Memory) -> None:
 
 
 def test_hybrid_reports_its_pyramid_channel(mem: sgmem.Memory) -> None:
+    # off the default path (w_pyramid 0: it earned nothing there); a user who turns it on sees it in the why
+    assert sgmem.HybridConfig().w_pyramid == 0.0
+    on = sgmem.Config().with_(hybrid=sgmem.HybridConfig(w_pyramid=0.4))
+    mem._retriever = type(mem._retriever)(on)
     top = mem.search("Berlin marathon", scope="alice", k=1)[0]
     assert top.why["channels"]["pyramid"] > 0
     assert set(top.why["pyramid"]["keywords"]) == {"berlin", "marathon"}
