@@ -25,7 +25,7 @@ from typing import Any
 
 from .errors import InvalidInputError, StoreBusyError
 from .types import AddResult, Message
-from .validate import check_name, normalise_messages
+from .validate import check_name, message_fields, normalise_messages
 from .write import ThreadChanged, replace_messages
 
 __all__ = ["ThreadMethods"]
@@ -55,15 +55,7 @@ def _same(stored: Message, new: dict[str, Any]) -> bool:
 
 def _fields(m: Message) -> dict[str, Any]:
     """A stored message as the dict an add takes (its id, time, session and metadata kept)."""
-    return {
-        "role": m.role,
-        "content": m.content,
-        "name": m.name,
-        "id": m.id,
-        "at": m.at,
-        "session": m.session,
-        "metadata": dict(m.metadata),
-    }
+    return message_fields(m)
 
 
 def _edit_fields(value: Any, key: Any) -> dict[str, Any]:

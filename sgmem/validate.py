@@ -169,17 +169,22 @@ def check_now(value: Any) -> datetime:
     return check_time(value, "now") or datetime.now(timezone.utc)
 
 
+def message_fields(m: Message) -> dict[str, Any]:
+    """A stored message as the dict an add takes (its id, time, session and a copy of its metadata)."""
+    return {
+        "role": m.role,
+        "content": m.content,
+        "name": m.name,
+        "id": m.id,
+        "at": m.at,
+        "session": m.session,
+        "metadata": dict(m.metadata),
+    }
+
+
 def _as_dict(m: Any, field: str) -> dict[str, Any]:
     if isinstance(m, Message):
-        return {
-            "role": m.role,
-            "content": m.content,
-            "name": m.name,
-            "id": m.id,
-            "at": m.at,
-            "session": m.session,
-            "metadata": m.metadata,
-        }
+        return message_fields(m)
     if isinstance(m, Mapping):
         unknown = set(m) - _MESSAGE_KEYS
         if unknown:
