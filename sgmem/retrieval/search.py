@@ -703,7 +703,9 @@ class Retriever:
             total = np.where(acts.turn_w > 0, total, total - FILLER_DROP)
         # everything below concerns the k hits only
         if h.session_spread and asks_for_many(query):  # a count, a list, two events: spread over sessions
-            top = _spread_over_sessions(idx, total, k, h.session_spread)
+            top, spread = _spread_over_sessions(idx, total, k, h.session_spread)
+            total = total.copy()
+            total[top] = spread  # the order it ranks by is the score and the measure its hits are cut by
         else:
             top = [int(r) for r in _top(total, k)]
         srows = acts.best_rows(d, top)
@@ -1325,24 +1327,26 @@ def _group_max(idx: ScopeIndex, values: np.ndarray, codes: str, relative: bool =
     return best[seg_of]
 
 
-def _spread_over_sessions(idx: ScopeIndex, total: np.ndarray, k: int, spread: float) -> list[int]:
+def _spread_over_sessions(idx: ScopeIndex, total: np.ndarray, k: int, spread: float) -> tuple[list[int], np.ndarray]:
     """The ``k`` best turns when each loses ``spread`` for every better turn of its own session.
 
     For a question whose answer gathers one memory per item (``asks_for_many``), the turns of one
     session that matches well would otherwise fill the top ranks (the session prior lifts them all),
     and the other items' sessions fall below ``k``. The penalty by rank within the session equals the
     greedy pick that charges a session for each of its turns already picked (a session's order is kept).
+    Returns the rows and their adjusted scores (what they are ranked, and cut, by).
     """
     cand = _top(total, min(total.size, 4 * k))
     if cand.size <= 1:
-        return [int(r) for r in cand]
+        return [int(r) for r in cand], total[cand]
     sess = idx.array("session_codes")[cand]
     by_sess = np.argsort(sess, kind="stable")  # within a session, still best first
     starts = np.flatnonzero(np.r_[True, np.diff(sess[by_sess]) != 0])
     rank = np.empty(cand.size, dtype=np.float64)
     rank[by_sess] = np.arange(cand.size) - np.repeat(starts, np.diff(np.append(starts, cand.size)))
     adjusted = total[cand] - spread * rank
-    return [int(r) for r in cand[np.argsort(-adjusted, kind="stable")][:k]]
+    order = np.argsort(-adjusted, kind="stable")[:k]
+    return [int(r) for r in cand[order]], adjusted[order]
 
 
 def _segment_of(order: np.ndarray, starts: np.ndarray) -> np.ndarray:

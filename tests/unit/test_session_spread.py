@@ -60,3 +60,23 @@ def test_a_question_about_one_thing_keeps_its_chat(mem: sgmem.Memory) -> None:
 )
 def test_questions_that_gather_several_memories_are_read_by_their_grammar(question: str, many: bool) -> None:
     assert asks_for_many(question) is many
+
+
+def test_a_question_that_gathers_is_cut_by_the_order_it_is_ranked_in(embedder: sgmem.Embedder) -> None:
+    """ "How much is my rent?" gathers (a total): its hits are spread over sessions, and the spread score is the one
+    its relevance is read from, so the hits of k=3 are the first three of k=10 (a chat of the build pool where the
+    third turn by the spread order sat just under the cutoff while later ones passed)."""
+    from sgmem.eval.pool import load_pool
+    from sgmem.eval.small import SCOPE
+    from sgmem.eval.suite import generate_chats
+
+    chat = next(c for c in generate_chats(load_pool("build"), 13, 0) if c.id == "s0-c0012")
+    probe = next(p for p in chat.probes if p.id.endswith("rent-1850"))
+    with sgmem.Memory(embedder=embedder) as mem:
+        for thread, at, msgs in chat.sessions:
+            mem.add(msgs, scope=SCOPE, thread=thread, at=at)
+        ten = mem.search(probe.text, scope=SCOPE, k=10, now=probe.now)
+        three = mem.search(probe.text, scope=SCOPE, k=3, now=probe.now)
+        ranked = mem.search(probe.text, scope=SCOPE, k=10, now=probe.now, min_score=0)
+    assert [h.message_ids for h in three] == [h.message_ids for h in ten[:3]]
+    assert [h.relevance for h in ranked] == sorted((h.relevance for h in ranked), reverse=True)
