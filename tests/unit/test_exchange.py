@@ -187,3 +187,28 @@ def test_a_long_pasted_report_is_recalled_by_the_window_around_what_matched(defa
     block = default_memory.context("When does the Tilburg warehouse open?", scope="u", budget_tokens=300)
     assert "3 March 2027" in block
     assert count_tokens(block) <= 300
+
+
+def test_a_counter_question_inherits_nothing_from_the_question_it_follows(default_memory: sgmem.Memory) -> None:
+    """A reply that asks back ("Shall we look at the weather instead?") answers nothing: it is not read as the
+    exchange, so it does not rank with its question's topic above the fact."""
+    default_memory.add(
+        [{"role": "user", "content": "I work as a physiotherapist at the Royal Infirmary in Glasgow."}],
+        scope="u",
+        thread="a",
+        at=DAY,
+    )
+    default_memory.add(
+        [
+            {"role": "user", "content": "Where do I work?"},
+            {"role": "assistant", "content": "Shall we look at the weather for Saturday instead?"},
+        ],
+        scope="u",
+        thread="b",
+        at=LATER,
+    )
+    hits = default_memory.search("Where do I work?", scope="u", k=10, min_score=0)
+    texts = _texts(hits)
+    deflect = hits[texts.index("Shall we look at the weather for Saturday instead?")]
+    assert "answers" not in deflect.why, deflect.why
+    assert texts.index("I work as a physiotherapist at the Royal Infirmary in Glasgow.") < texts.index(deflect.text)
